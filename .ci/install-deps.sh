@@ -2,20 +2,43 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Installs every Debian 12 package the build, the tests (native, emulated x86,
 # aarch64 under qemu, sanitizers) and the benchmarks need. Idempotent: packages
-# already present are left alone, so a second run costs one `dpkg -s` each.
+# already present are left alone, so a second run costs one dpkg query.
+#
+# A native package counts as present only in the native (or "all")
+# architecture: once the :arm64 twin of a Multi-Arch: same package
+# (libhwy-dev, libgtest-dev) is installed, a bare name matches both.
 set -euo pipefail
 
+arch=$(dpkg --print-architecture)
 native=(cmake ninja-build g++ clang libclang-rt-14-dev libhwy-dev libgtest-dev
-        libbenchmark-dev pkg-config qemu-user g++-aarch64-linux-gnu
-        libc6-dev-arm64-cross)
-arm64=(libhwy-dev:arm64 libgtest-dev:arm64)
+        libgmock-dev libbenchmark-dev pkg-config qemu-user
+        g++-aarch64-linux-gnu libc6-dev-arm64-cross)
+# gmock is its own package (the tests link GTest::gmock); the aarch64 build
+# builds the benchmarks too, so that they are known to compile for SVE.
+arm64=(libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
+       libbenchmark-dev:arm64)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 
+# installed PACKAGE ARCH...: true if PACKAGE is fully installed for one ARCH.
+installed() {
+  local pkg=$1 status a
+  shift
+  status=$(dpkg-query -W -f='${db:Status-Abbrev}|${Architecture}\n' "$pkg" \
+           2>/dev/null || true)
+  for a in "$@"; do
+    grep -qx "ii |$a" <<<"$status" && return 0
+  done
+  return 1
+}
+
 missing=()
-for p in "${native[@]}" "${arm64[@]}"; do
-  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+for p in "${native[@]}"; do
+  installed "$p" "$arch" all || missing+=("$p")
+done
+for p in "${arm64[@]}"; do
+  installed "${p%:arm64}" arm64 || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all packages present"
@@ -26,5 +49,5 @@ if ! dpkg --print-foreign-architectures | grep -qx arm64; then
   $SUDO dpkg --add-architecture arm64
 fi
 export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -q
-$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+$SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends "${missing[@]}"
