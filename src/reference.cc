@@ -1,7 +1,111 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
+// The scalar oracle. Written from DESIGN.md's words, element by element, and
+// deliberately sharing no code with the kernels (not even src/mask_rows.h):
+// a mistake in the interval logic must show up as a difference.
 #include "src/reference.h"
 
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <vector>
+
 namespace rlx::reference {
+namespace {
+
+// Element offset of (b, h, q, k); extents of 1 broadcast.
+std::size_t Offset(const Shape4& shape, const Strides3& strides, std::size_t b,
+                   std::size_t h, std::size_t q, std::size_t k) {
+  std::size_t off = k;
+  if (shape.batch != 1) off += b * strides.batch;
+  if (shape.heads != 1) off += h * strides.head;
+  if (shape.q_len != 1) off += q * strides.row;
+  return off;
+}
+
+float F32FromBits(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof(f));
+  return f;
+}
+
+std::uint32_t BitsFromF32(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof(u));
+  return u;
+}
+
+float F32FromF16(std::uint16_t h) {
+  const std::uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F,
+                      mant = h & 0x3FF;
+  float magnitude;
+  if (exp == 0) {
+    magnitude = std::ldexp(static_cast<float>(mant), -24);
+  } else if (exp == 31) {
+    magnitude = mant == 0 ? std::numeric_limits<float>::infinity()
+                          : std::numeric_limits<float>::quiet_NaN();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mant | 0x400), int(exp) - 25);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+// Round to nearest even, by searching the f16 grid: slow, obviously right.
+std::uint16_t F16FromF64(double x) {
+  if (std::isnan(x)) return 0x7E00;
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(x);
+  if (a >= 65520.0) return sign | 0x7C00;  // rounds to infinity
+  // Largest f16 magnitude <= a, then pick the nearer (even on ties).
+  std::uint16_t lo = 0;
+  for (std::uint16_t step = 0x4000; step != 0; step >>= 1) {
+    if (lo + step <= 0x7BFF && F32FromF16(lo + step) <= a) lo += step;
+  }
+  const std::uint16_t hi = lo + 1;
+  const double dlo = a - F32FromF16(lo), dhi = F32FromF16(hi) - a;
+  const std::uint16_t pick =
+      (dlo < dhi || (dlo == dhi && (lo & 1) == 0)) ? lo : hi;
+  return sign | pick;
+}
+
+// Rounds to f32, then to the nearest even bf16. The kernels round an f32
+// the same way; the double rounding this allows is within the test bounds.
+std::uint16_t BF16FromF64(double x) {
+  if (std::isnan(x)) return 0x7FC0;
+  const std::uint32_t u = BitsFromF32(static_cast<float>(x));
+  const std::uint32_t rounded = u + 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<std::uint16_t>(rounded >> 16);
+}
+
+double Load(const ScoreView& v, std::size_t off) {
+  switch (v.type) {
+    case ScoreType::kF32:
+      return static_cast<const float*>(v.data)[off];
+    case ScoreType::kBF16:
+      return F32FromBits(std::uint32_t{static_cast<const std::uint16_t*>(
+                             v.data)[off]}
+                         << 16);
+    case ScoreType::kF16:
+      return F32FromF16(static_cast<const std::uint16_t*>(v.data)[off]);
+  }
+  return 0;
+}
+
+void Store(const ScoreView& v, std::size_t off, double x) {
+  switch (v.type) {
+    case ScoreType::kF32:
+      static_cast<float*>(v.data)[off] = static_cast<float>(x);
+      return;
+    case ScoreType::kBF16:
+      static_cast<std::uint16_t*>(v.data)[off] = BF16FromF64(x);
+      return;
+    case ScoreType::kF16:
+      static_cast<std::uint16_t*>(v.data)[off] = F16FromF64(x);
+      return;
+  }
+}
+
+}  // namespace
 
 void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
                  std::size_t window) {
@@ -10,6 +114,118 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
   for (std::size_t i = 0; i <= upper; ++i) {
     const bool real_past_in_window = i >= lo && i < past_seq;
     out[i] = (real_past_in_window || i == upper) ? 1.0f : 0.0f;
+  }
+}
+
+bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+             std::size_t h, std::size_t q, std::size_t k) {
+  const std::int64_t offset =
+      mask.query_offsets ? mask.query_offsets[b]
+                         : static_cast<std::int64_t>(scores.k_len) -
+                               static_cast<std::int64_t>(scores.q_len);
+  const std::int64_t abs_q = offset + static_cast<std::int64_t>(q);
+  const std::int64_t key = static_cast<std::int64_t>(k);
+  switch (mask.kind) {
+    case MaskKind::kNone:
+      return true;
+    case MaskKind::kCausal:
+      return key <= abs_q;
+    case MaskKind::kSlidingWindow: {
+      if (key > abs_q) return false;
+      if (mask.window == 0) return true;
+      // abs_q - w <= k, in a form that cannot overflow.
+      return static_cast<std::uint64_t>(abs_q - key) <= mask.window;
+    }
+    case MaskKind::kDecode: {
+      // The seed's windowed decode mask at key k.
+      const std::size_t lo =
+          mask.window == 0 ? 0
+                           : (mask.past > mask.window ? mask.past - mask.window
+                                                      : 0);
+      return (k >= lo && k < mask.past) || k == mask.upper;
+    }
+    case MaskKind::kKeepF32: {
+      const float m = static_cast<const float*>(
+          mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)];
+      return m >= 0.5f;  // NaN: masked
+    }
+    case MaskKind::kKeepU8:
+      return static_cast<const std::uint8_t*>(
+                 mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)] != 0;
+    case MaskKind::kBias:
+      return bias_at(mask, scores, b, h, q, k) !=
+             -std::numeric_limits<float>::infinity();
+  }
+  return false;
+}
+
+float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+              std::size_t h, std::size_t q, std::size_t k) {
+  (void)scores;
+  if (mask.kind != MaskKind::kBias) return 0.0f;
+  return static_cast<const float*>(
+      mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)];
+}
+
+void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+                float fill) {
+  const Shape4& s = scores.shape;
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const std::size_t b = r / (s.heads * s.q_len), h = (r / s.q_len) % s.heads,
+                      q = r % s.q_len;
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      const std::size_t off = Offset(s, scores.strides, b, h, q, k);
+      if (mask.kind == MaskKind::kBias) {
+        Store(scores, off,
+              static_cast<float>(Load(scores, off)) +
+                  bias_at(mask, s, b, h, q, k));
+      } else if (!is_kept(mask, s, b, h, q, k)) {
+        Store(scores, off, fill);
+      }
+    }
+  }
+}
+
+void masked_softmax(const ScoreView& in, const ScoreView& out,
+                    const MaskSpec& mask, const SoftmaxOptions& options,
+                    RowRange rows) {
+  const Shape4& s = in.shape;
+  std::vector<double> t(s.k_len);
+  std::vector<bool> kept(s.k_len);
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const std::size_t b = r / (s.heads * s.q_len), h = (r / s.q_len) % s.heads,
+                      q = r % s.q_len;
+    double max = -std::numeric_limits<double>::infinity();
+    bool any_nan = false;
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      double x = Load(in, Offset(s, in.strides, b, h, q, k));
+      // The kernel computes scale * x in f32; the oracle does too, so the
+      // bound below measures the exp and the sum, not this rounding.
+      x = static_cast<float>(x * options.scale);
+      if (options.softcap > 0.0f) {
+        x = options.softcap * std::tanh(x / options.softcap);
+      }
+      x += bias_at(mask, s, b, h, q, k);
+      kept[k] = is_kept(mask, s, b, h, q, k);
+      t[k] = x;
+      if (kept[k]) {
+        if (std::isnan(x)) any_nan = true;
+        max = std::max(max, x);
+      }
+    }
+    const bool fully_masked = max == -std::numeric_limits<double>::infinity();
+    double sum = 0.0;
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      t[k] = (kept[k] && !fully_masked) ? std::exp(t[k] - max) : 0.0;
+      sum += t[k];
+    }
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      double p = 0.0;
+      if (kept[k] && !fully_masked) {
+        p = any_nan ? std::numeric_limits<double>::quiet_NaN() : t[k] / sum;
+      }
+      Store(out, Offset(s, out.strides, b, h, q, k), p);
+    }
   }
 }
 

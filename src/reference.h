@@ -7,6 +7,9 @@
 
 #include <cstddef>
 
+#include "rlx/score_kernels.h"
+#include "rlx/scores.h"
+
 namespace rlx::reference {
 
 // The seed's bucket_decode_mask_windowed, into out[0, upper]:
@@ -14,6 +17,25 @@ namespace rlx::reference {
 // min(window, past_seq) (window 0: lo = 0). Precondition: past_seq <= upper.
 void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
                  std::size_t window);
+
+// Whether key k of row (b, h, q) is kept by a keep-style mask, straight from
+// DESIGN.md (abs_q = query offset + q). For kBias: the bias is not -inf.
+bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+             std::size_t h, std::size_t q, std::size_t k);
+
+// The additive bias of (b, h, q, k) for kBias masks, 0 otherwise.
+float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+              std::size_t h, std::size_t q, std::size_t k);
+
+// Scalar apply_mask over `rows`, any score type. Arguments are assumed valid.
+void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+                float fill);
+
+// Masked softmax over `rows` in double precision, rounded once to the output
+// type. `in` and `out` may be the same view. Arguments are assumed valid.
+void masked_softmax(const ScoreView& in, const ScoreView& out,
+                    const MaskSpec& mask, const SoftmaxOptions& options,
+                    RowRange rows);
 
 }  // namespace rlx::reference
 

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The score kernels: applying a mask to attention score rows, and the fused
+// masked softmax that follows it. Each call checks its arguments, then
+// dispatches once (rlx/targets.h) for all its rows. Every kernel also takes a
+// RowRange so that an executor can split one call across its own threads;
+// results do not depend on the split.
+//
+// Errors: std::invalid_argument naming the function and the values, for null
+// data, k_len 0, a row stride below k_len, a row range outside the tensor, a
+// Decode mask whose past > upper or upper + 1 != k_len, or a dense mask whose
+// extents do not broadcast to the scores. Nothing is written then.
+#ifndef RLX_SCORE_KERNELS_H_
+#define RLX_SCORE_KERNELS_H_
+
+#include <cstddef>
+
+#include "rlx/scores.h"
+
+namespace rlx {
+
+// The keys row (b, q) of a k_len-key tensor with q_len query rows may attend
+// to under `mask`. For dense kinds and None this is the whole row [0, k_len):
+// which keys a dense mask keeps is decided per element. Executors use this to
+// skip the masked part of P x V. Throws std::invalid_argument as above.
+KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index,
+                   std::size_t q, std::size_t q_len, std::size_t k_len);
+
+// Masked scores become `fill` (default -inf; -1e9f reproduces the RLX CPU
+// executor). Kept scores are left untouched, bit for bit. A Bias mask is
+// added to every score instead (its -inf entries give -inf). bf16/f16 views
+// store `fill` rounded to their type (-1e9f is -inf in f16).
+void apply_mask(const ScoreView& scores, const MaskSpec& mask,
+                float fill = kNegInf);
+void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+                float fill = kNegInf);
+
+struct SoftmaxOptions {
+  float scale = 1.0f;    // multiplies every score first
+  float softcap = 0.0f;  // c > 0: x -> c * tanh(x / c), after scale and
+                         // BEFORE masking (bias is added after it)
+};
+
+// Per row: p = softmax(mask(softcap(scale * s))), computed in f32 for every
+// row type. Masked positions come out exactly 0; a row with no kept key (or
+// whose kept scores are all -inf after the bias) comes out all zeros, never
+// NaN; a kept row sums to 1 within 1e-6 (f32). A NaN or +inf among the kept
+// scores is the caller's and propagates as plain softmax would (NaN row).
+// For structured masks only the kept intervals are read; the rest is a zero
+// fill. Error bound of each probability: see docs/KERNELS.md (the exp is
+// softmax-specialised, <= 2 ulp over x <= 0).
+//
+// In place, or from `in` into `out` (same shape and type; may alias exactly).
+void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
+                    const SoftmaxOptions& options = {});
+void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
+                    const SoftmaxOptions& options, RowRange rows);
+void masked_softmax(const ScoreView& in, const ScoreView& out,
+                    const MaskSpec& mask, const SoftmaxOptions& options,
+                    RowRange rows);
+
+}  // namespace rlx
+
+#endif  // RLX_SCORE_KERNELS_H_

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// Loading and storing score rows of each type as f32 vectors. Re-included per
+// target.
+//
+// Rows are f32, bf16 or f16 in memory and f32 in registers: a vector of N f32
+// lanes pairs with N 16-bit lanes (a half vector). Stores round to nearest
+// even, on every target:
+// - bf16 is rounded on the bits (Highway 1.0.3's DemoteTo truncates on some
+//   targets);
+// - f16 uses the hardware conversion where there is one (F16C on AVX2 and
+//   up, NEON, SVE). Highway 1.0.3's emulation for SSE4, EMU128 and SCALAR
+//   truncates and turns inf and NaN into finite values, so those targets use
+//   the exact integer conversions below.
+
+#if defined(RLX_SRC_ROW_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_ROW_CONVERT_INL_H_
+#undef RLX_SRC_ROW_CONVERT_INL_H_
+#else
+#define RLX_SRC_ROW_CONVERT_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "hwy/highway.h"
+#include "rlx/scores.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Memory element of each row type: f32, or the 16 bits of a bf16 / f16.
+template <ScoreType kType>
+using Elem = std::conditional_t<kType == ScoreType::kF32, float, std::uint16_t>;
+
+// Whether this target converts f16 in hardware (exactly, round to nearest
+// even, inf and NaN preserved).
+constexpr bool kNativeF16 =
+    !((HWY_ARCH_X86 && HWY_TARGET >= HWY_SSE4) || HWY_TARGET == HWY_EMU128 ||
+      HWY_TARGET == HWY_SCALAR);
+
+// Exact f16 bits (in i32 lanes) -> f32.
+template <class DF, class VI = hn::Vec<hn::RebindToSigned<DF>>>
+HWY_INLINE hn::Vec<DF> F32FromF16Bits(DF df, VI h) {
+  const hn::RebindToSigned<DF> di;
+  const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(di, 0x8000)));
+  const auto exp = hn::And(hn::ShiftRight<10>(h), hn::Set(di, 0x1F));
+  const auto mant = hn::And(h, hn::Set(di, 0x3FF));
+  const auto normal = hn::Or(hn::ShiftLeft<23>(hn::Add(exp, hn::Set(di, 112))),
+                             hn::ShiftLeft<13>(mant));
+  const auto special = hn::Or(hn::Set(di, 0x7F800000), hn::ShiftLeft<13>(mant));
+  const auto subnormal = hn::BitCast(
+      di, hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 1.0f / (1 << 24))));
+  auto bits = hn::IfThenElse(hn::Eq(exp, hn::Set(di, 31)), special, normal);
+  bits = hn::IfThenElse(hn::Eq(exp, hn::Zero(di)), subnormal, bits);
+  return hn::BitCast(df, hn::Or(bits, sign));
+}
+
+// f32 -> exact f16 bits (in i32 lanes), round to nearest even.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> F16BitsFromF32(DF df,
+                                                          hn::Vec<DF> v) {
+  const hn::RebindToSigned<DF> di;
+  const auto bits = hn::BitCast(di, v);
+  const auto abs = hn::And(bits, hn::Set(di, 0x7FFFFFFF));  // >= 0 as i32
+  const auto sign = hn::And(hn::ShiftRight<16>(bits), hn::Set(di, 0x8000));
+  // Normal f16 (|v| >= 2^-14): rebias the exponent, round off 13 bits.
+  const auto rebiased = hn::Sub(abs, hn::Set(di, 0x38000000));
+  const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 1));
+  const auto normal = hn::ShiftRight<13>(
+      hn::Add(rebiased, hn::Add(odd, hn::Set(di, 0xFFF))));
+  // Subnormal f16: adding 0.5 puts the f16 subnormal step 2^-24 at the last
+  // mantissa bit, and the f32 add rounds to nearest even.
+  const auto subnormal = hn::Sub(
+      hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))),
+      hn::Set(di, 0x3F000000));
+  auto h = hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), subnormal,
+                          normal);
+  // |v| >= 65520 rounds to infinity; NaN stays NaN.
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x477FEFFF)), hn::Set(di, 0x7C00),
+                     h);
+  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7F800000)), hn::Set(di, 0x7E00),
+                     h);
+  return hn::Or(h, sign);
+}
+
+// Loads N elements as f32 (exact for every type).
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<DF> LoadRow(DF df, const Elem<kType>* HWY_RESTRICT p) {
+  if constexpr (kType == ScoreType::kF32) {
+    return hn::LoadU(df, p);
+  } else {
+    const hn::Rebind<std::uint16_t, DF> du16;
+    const auto bits = hn::LoadU(du16, p);
+    if constexpr (kType == ScoreType::kBF16) {
+      const hn::RebindToUnsigned<DF> du32;
+      return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
+    } else if constexpr (kNativeF16) {
+      const hn::Rebind<hwy::float16_t, DF> df16;
+      return hn::PromoteTo(df, hn::BitCast(df16, bits));
+    } else {
+      const hn::RebindToSigned<DF> di32;
+      return F32FromF16Bits(df, hn::PromoteTo(di32, bits));
+    }
+  }
+}
+
+// Stores N f32 lanes as the row type, rounding to nearest even.
+template <ScoreType kType, class DF>
+HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
+  if constexpr (kType == ScoreType::kF32) {
+    hn::StoreU(v, df, p);
+  } else {
+    const hn::Rebind<std::uint16_t, DF> du16;
+    const hn::RebindToSigned<DF> di32;
+    if constexpr (kType == ScoreType::kBF16) {
+      const hn::RebindToUnsigned<DF> du32;
+      const auto bits = hn::BitCast(du32, v);
+      const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
+      const auto rounded =
+          hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
+      const auto high = hn::BitCast(di32, hn::ShiftRight<16>(rounded));
+      hn::StoreU(hn::DemoteTo(du16, high), du16, p);
+    } else if constexpr (kNativeF16) {
+      const hn::Rebind<hwy::float16_t, DF> df16;
+      hn::StoreU(hn::BitCast(du16, hn::DemoteTo(df16, v)), du16, p);
+    } else {
+      hn::StoreU(hn::DemoteTo(du16, F16BitsFromF32(df, v)), du16, p);
+    }
+  }
+}
+
+// A tail of `count` < N elements, through a stack buffer so that nothing past
+// p[count) is touched (a full vector could fault, or touch a neighbour's
+// bytes: another row, or a stride gap that must stay untouched). Lanes past
+// `count` load as zero bits.
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
+                                   std::size_t count) {
+  HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)] = {};
+  std::memcpy(buffer, p, count * sizeof(Elem<kType>));
+  return LoadRow<kType>(df, buffer);
+}
+
+template <ScoreType kType, class DF>
+HWY_INLINE void StoreRowTail(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p,
+                             std::size_t count) {
+  HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)];
+  StoreRow<kType>(df, v, buffer);
+  std::memcpy(p, buffer, count * sizeof(Elem<kType>));
+}
+
+// The bits of `value` as the row type (apply_mask's fill).
+template <ScoreType kType>
+Elem<kType> ElemFromF32(float value) {
+  if constexpr (kType == ScoreType::kF32) {
+    return value;
+  } else {
+    const hn::CappedTag<float, 1> d1;
+    Elem<kType> out;
+    StoreRowTail<kType>(d1, hn::Set(d1, value), &out, 1);
+    return out;
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

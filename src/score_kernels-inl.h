@@ -1,0 +1,518 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// Per-target score kernels: apply_mask and the fused masked softmax over a
+// range of rows. Re-included once per target by foreach_target.h from
+// score_kernels.cc; arguments are validated there.
+//
+// Rows are loaded and stored as f32 vectors (src/row_convert-inl.h), tails
+// through stack buffers. Structured masks are
+// handled as at most two kept key intervals per row (src/mask_rows.h): only
+// those are read, the rest of the row is a constant fill. Dense masks are read
+// per element.
+
+#if defined(RLX_SRC_SCORE_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SCORE_KERNELS_INL_H_
+#undef RLX_SRC_SCORE_KERNELS_INL_H_
+#else
+#define RLX_SRC_SCORE_KERNELS_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstdint>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "rlx/score_kernels.h"
+#include "src/mask_rows.h"
+#include "src/row_convert-inl.h"
+#include "src/softmax_exp-inl.h"
+#include "src/store_run-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// ------------------------------ Dense masks, per element
+
+// Dense mask sources read N lanes at key k of their row. Keep(...) gives the
+// kept lanes; Adjust(...) turns transformed scores into masked ones (-inf
+// where not kept, or + bias). Tail(...) copies `count` lanes into a zeroed
+// buffer (zero = masked for keep masks, no bias) and returns a source that
+// reads it at k = 0.
+struct KeepF32Source {
+  const float* HWY_RESTRICT m;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
+    // m >= 0.5 is false for NaN: a NaN mask entry masks (fails closed).
+    return hn::Ge(hn::LoadU(df, m + k), hn::Set(df, 0.5f));
+  }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    return hn::IfThenElse(Keep(df, k), t,
+                          hn::Set(df, -std::numeric_limits<float>::infinity()));
+  }
+  template <class DF>
+  HWY_INLINE KeepF32Source Tail(DF df, std::size_t k, std::size_t count,
+                                float* buffer) const {
+    std::memset(buffer, 0, hn::MaxLanes(df) * sizeof(float));
+    std::memcpy(buffer, m + k, count * sizeof(float));
+    return {buffer};
+  }
+};
+
+struct KeepU8Source {
+  const std::uint8_t* HWY_RESTRICT m;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
+    const hn::Rebind<std::uint8_t, DF> du8;
+    const hn::RebindToSigned<DF> di32;
+    const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, m + k));
+    return hn::RebindMask(df, hn::Not(hn::Eq(bytes, hn::Zero(di32))));
+  }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    return hn::IfThenElse(Keep(df, k), t,
+                          hn::Set(df, -std::numeric_limits<float>::infinity()));
+  }
+  template <class DF>
+  HWY_INLINE KeepU8Source Tail(DF df, std::size_t k, std::size_t count,
+                               float* buffer) const {
+    auto* bytes = reinterpret_cast<std::uint8_t*>(buffer);
+    std::memset(bytes, 0, hn::MaxLanes(df));
+    std::memcpy(bytes, m + k, count);
+    return {bytes};
+  }
+};
+
+struct BiasSource {
+  const float* HWY_RESTRICT bias;
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    return hn::Add(t, hn::LoadU(df, bias + k));
+  }
+  template <class DF>
+  HWY_INLINE BiasSource Tail(DF df, std::size_t k, std::size_t count,
+                             float* buffer) const {
+    std::memset(buffer, 0, hn::MaxLanes(df) * sizeof(float));
+    std::memcpy(buffer, bias + k, count * sizeof(float));
+    return {buffer};
+  }
+};
+
+// Every key kept, no bias: None and the kept intervals of structured masks.
+struct NoSource {
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF, std::size_t, hn::Vec<DF> t) const {
+    return t;
+  }
+  template <class DF>
+  HWY_INLINE NoSource Tail(DF, std::size_t, std::size_t, float*) const {
+    return {};
+  }
+};
+
+// ------------------------------ apply_mask
+
+// Kept bits untouched, masked -> fill. 16-bit rows select in the integer
+// domain (i32 lanes), so kept values, NaN payloads included, round-trip
+// exactly.
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE void ApplyKeepVector(DF df, const Source& src, std::size_t k,
+                                Elem<kType>* HWY_RESTRICT s,
+                                Elem<kType> fill) {
+  if constexpr (kType == ScoreType::kF32) {
+    hn::StoreU(hn::IfThenElse(src.Keep(df, k), hn::LoadU(df, s),
+                              hn::Set(df, fill)),
+               df, s);
+  } else {
+    const hn::Rebind<std::uint16_t, DF> du16;
+    const hn::RebindToSigned<DF> di32;
+    const auto bits = hn::PromoteTo(di32, hn::LoadU(du16, s));
+    const auto kept = hn::IfThenElse(hn::RebindMask(di32, src.Keep(df, k)),
+                                     bits, hn::Set(di32, fill));
+    hn::StoreU(hn::DemoteTo(du16, kept), du16, s);
+  }
+}
+
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE void ApplyKeepRow(DF df, const Source& src,
+                             Elem<kType>* HWY_RESTRICT s, std::size_t n,
+                             Elem<kType> fill) {
+  const std::size_t N = hn::Lanes(df);
+  std::size_t k = 0;
+  for (; k + N <= n; k += N) ApplyKeepVector<kType>(df, src, k, s + k, fill);
+  if (k < n) {
+    HWY_ALIGN float mask_buffer[hn::MaxLanes(df)];
+    HWY_ALIGN Elem<kType> row_buffer[hn::MaxLanes(df)] = {};
+    const std::size_t count = n - k;
+    std::memcpy(row_buffer, s + k, count * sizeof(Elem<kType>));
+    ApplyKeepVector<kType>(df, src.Tail(df, k, count, mask_buffer), 0,
+                           row_buffer, fill);
+    std::memcpy(s + k, row_buffer, count * sizeof(Elem<kType>));
+  }
+}
+
+template <ScoreType kType, class DF>
+HWY_INLINE void ApplyBiasRow(DF df, const BiasSource& src,
+                             Elem<kType>* HWY_RESTRICT s, std::size_t n) {
+  const std::size_t N = hn::Lanes(df);
+  std::size_t k = 0;
+  for (; k + N <= n; k += N) {
+    StoreRow<kType>(df, src.Adjust(df, k, LoadRow<kType>(df, s + k)), s + k);
+  }
+  if (k < n) {
+    HWY_ALIGN float bias_buffer[hn::MaxLanes(df)];
+    const std::size_t count = n - k;
+    const auto v = LoadRowTail<kType>(df, s + k, count);
+    StoreRowTail<kType>(
+        df, src.Tail(df, k, count, bias_buffer).Adjust(df, 0, v), s + k,
+        count);
+  }
+}
+
+// Writes `value` over s[begin, end) in the row type's bits.
+template <ScoreType kType>
+HWY_INLINE void FillRun(Elem<kType>* HWY_RESTRICT s, std::size_t begin,
+                        std::size_t end, Elem<kType> value) {
+  const hn::ScalableTag<Elem<kType>> d;
+  StoreRun(d, hn::Set(d, value), s, begin, end);
+}
+
+// The masked complement of `kept` within [0, n) becomes `value`.
+template <ScoreType kType>
+HWY_INLINE void FillMasked(Elem<kType>* HWY_RESTRICT s, std::size_t n,
+                           const KeptKeys& kept, Elem<kType> value) {
+  std::size_t next = 0;
+  for (std::size_t i = 0; i < kept.count; ++i) {
+    FillRun<kType>(s, next, kept.intervals[i].begin, value);
+    next = kept.intervals[i].end;
+  }
+  FillRun<kType>(s, next, n, value);
+}
+
+template <ScoreType kType>
+void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask,
+                   RowRange rows, float fill_value) {
+  const hn::ScalableTag<float> df;
+  const Shape4& shape = scores.shape;
+  const std::size_t n = shape.k_len;
+  const Elem<kType> fill = ElemFromF32<kType>(fill_value);
+  auto* base = static_cast<Elem<kType>*>(scores.data);
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const detail::RowIndex i = detail::RowIndexOf(shape, r);
+    Elem<kType>* HWY_RESTRICT s =
+        base + detail::RowOffset(shape, scores.strides, i);
+    const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+    switch (mask.kind) {
+      case MaskKind::kNone:
+        break;
+      case MaskKind::kKeepF32:
+        ApplyKeepRow<kType>(
+            df, KeepF32Source{static_cast<const float*>(mask.data) + m}, s, n,
+            fill);
+        break;
+      case MaskKind::kKeepU8:
+        ApplyKeepRow<kType>(
+            df, KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
+            s, n, fill);
+        break;
+      case MaskKind::kBias:
+        ApplyBiasRow<kType>(
+            df, BiasSource{static_cast<const float*>(mask.data) + m}, s, n);
+        break;
+      default:
+        FillMasked<kType>(s, n, detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n),
+                          fill);
+    }
+  }
+}
+
+void ApplyMask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+               float fill) {
+  switch (scores.type) {
+    case ScoreType::kF32:
+      return ApplyMaskRows<ScoreType::kF32>(scores, mask, rows, fill);
+    case ScoreType::kBF16:
+      return ApplyMaskRows<ScoreType::kBF16>(scores, mask, rows, fill);
+    case ScoreType::kF16:
+      return ApplyMaskRows<ScoreType::kF16>(scores, mask, rows, fill);
+  }
+}
+
+// ------------------------------ masked softmax
+
+// softcap(scale * x): c * tanh(scale * x / c) when c > 0.
+template <class DF>
+HWY_INLINE hn::Vec<DF> Transform(DF df, hn::Vec<DF> x, float scale,
+                                 float softcap) {
+  const auto y = hn::Mul(x, hn::Set(df, scale));
+  if (softcap <= 0.0f) return y;
+  return hn::Mul(hn::Set(df, softcap),
+                 hn::CallTanh(df, hn::Mul(y, hn::Set(df, 1.0f / softcap))));
+}
+
+// One kept segment of a row: in[0, n) read, work[0, n) written (f32). The
+// segment's keys start at key `k0` of the mask source's row.
+template <ScoreType kType>
+struct Segment {
+  const Elem<kType>* in;
+  float* work;
+  std::size_t k0, n;
+};
+
+// What pass 1 takes the maximum of. kRaw: the score itself (kNegated: its
+// negation), which suffices without a bias: rounding is monotone, so
+// fl(scale * max x) = max fl(scale * x) for scale >= 0 (min x for scale < 0),
+// and so is the softcap, applied to the maximum alone. kTransformed: the
+// whole transform plus bias.
+enum class MaxOf { kRaw, kNegated, kTransformed };
+
+// Pass 1: the running maximum over one segment.
+template <ScoreType kType, MaxOf kMaxOf, class DF, class Source>
+HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
+                                  const Source& src,
+                                  const SoftmaxOptions& options,
+                                  hn::Vec<DF> max) {
+  const std::size_t N = hn::Lanes(df);
+  const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
+    if constexpr (kMaxOf == MaxOf::kRaw) {
+      return source.Adjust(df, k, x);
+    } else if constexpr (kMaxOf == MaxOf::kNegated) {
+      return source.Adjust(df, k, hn::Neg(x));
+    } else {
+      return source.Adjust(df, k,
+                           Transform(df, x, options.scale, options.softcap));
+    }
+  };
+  std::size_t k = 0;
+  // Two accumulators hide the latency of Max.
+  auto max1 = max;
+  for (; k + 2 * N <= seg.n; k += 2 * N) {
+    max = hn::Max(max, value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k));
+    max1 = hn::Max(max1, value(LoadRow<kType>(df, seg.in + k + N), src,
+                               seg.k0 + k + N));
+  }
+  max = hn::Max(max, max1);
+  for (; k + N <= seg.n; k += N) {
+    max = hn::Max(max, value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k));
+  }
+  if (k < seg.n) {
+    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    const std::size_t count = seg.n - k;
+    const auto v = value(LoadRowTail<kType>(df, seg.in + k, count),
+                         src.Tail(df, seg.k0 + k, count, buffer), 0);
+    // Lanes past the tail repeat lane 0 of the running max: neutral.
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
+                                      hn::Set(df, hn::GetLane(max))));
+  }
+  return max;
+}
+
+// Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
+// (and biased) score; returns the sum. Without softcap and bias (kPlain),
+// t - max = scale * x - max is one FMA. Lane sums are reduced every kBlock
+// vectors into a double, so the rounding error of the sum stays a few ulp
+// for any row length.
+template <ScoreType kType, bool kPlain, class DF, class Source>
+HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
+                             const Source& src, const SoftmaxOptions& options,
+                             hn::Vec<DF> max) {
+  const std::size_t N = hn::Lanes(df);
+  constexpr std::size_t kBlock = 8;
+  const auto scale = hn::Set(df, options.scale);
+  const auto neg_max = hn::Neg(max);
+  const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
+    if constexpr (kPlain) {
+      return SoftmaxExp(df,
+                        source.Adjust(df, k, hn::MulAdd(x, scale, neg_max)));
+    } else {
+      const auto t = source.Adjust(
+          df, k, Transform(df, x, options.scale, options.softcap));
+      return SoftmaxExp(df, hn::Add(t, neg_max));
+    }
+  };
+  double total = 0.0;
+  std::size_t k = 0;
+  while (k + N <= seg.n) {
+    auto sum = hn::Zero(df);
+    for (std::size_t v = 0; v < kBlock && k + N <= seg.n; ++v, k += N) {
+      const auto e = exp_at(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
+      hn::StoreU(e, df, seg.work + k);
+      sum = hn::Add(sum, e);
+    }
+    total += hn::GetLane(hn::SumOfLanes(df, sum));
+  }
+  if (k < seg.n) {
+    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    const std::size_t count = seg.n - k;
+    const auto e = hn::IfThenElseZero(
+        hn::FirstN(df, count),
+        exp_at(LoadRowTail<kType>(df, seg.in + k, count),
+               src.Tail(df, seg.k0 + k, count, buffer), 0));
+    StoreRowTail<ScoreType::kF32>(df, e, seg.work + k, count);
+    total += hn::GetLane(hn::SumOfLanes(df, e));
+  }
+  return total;
+}
+
+// Pass 3: out = work * inv_sum in the row type.
+template <ScoreType kType, class DF>
+HWY_INLINE void SegmentNormalize(DF df, const float* HWY_RESTRICT work,
+                                 Elem<kType>* HWY_RESTRICT out, std::size_t n,
+                                 float inv_sum) {
+  const std::size_t N = hn::Lanes(df);
+  const auto inv = hn::Set(df, inv_sum);
+  std::size_t k = 0;
+  for (; k + N <= n; k += N) {
+    StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);
+  }
+  if (k < n) {
+    const auto v = LoadRowTail<ScoreType::kF32>(df, work + k, n - k);
+    StoreRowTail<kType>(df, hn::Mul(v, inv), out + k, n - k);
+  }
+}
+
+// The maximum of the row's transformed kept scores: pass 1 over every
+// segment, then the scale and softcap applied to the maximum alone where
+// that is exact (see MaxOf).
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
+                        const Source& src, const SoftmaxOptions& options) {
+  constexpr bool kBias = std::is_same_v<Source, BiasSource>;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  auto max = hn::Set(df, kNegInf);
+  for (std::size_t i = 0; i < count; ++i) {
+    if constexpr (kBias) {
+      max = SegmentMax<kType, MaxOf::kTransformed>(df, segs[i], src, options,
+                                                   max);
+    } else if (options.scale >= 0.0f) {
+      max = SegmentMax<kType, MaxOf::kRaw>(df, segs[i], src, options, max);
+    } else {
+      max = SegmentMax<kType, MaxOf::kNegated>(df, segs[i], src, options, max);
+    }
+  }
+  const float m = hn::GetLane(hn::MaxOfLanes(df, max));
+  // No key kept, or every kept score is -inf: the caller zero-fills. Checked
+  // before the scale and softcap, which would turn -inf into something else.
+  if (kBias || m == kNegInf) return m;
+  const float scaled = std::fabs(options.scale) * m;
+  return options.softcap > 0.0f
+             ? hn::GetLane(Transform(df, hn::Set(df, scaled), 1.0f,
+                                     options.softcap))
+             : scaled;
+}
+
+// The whole softmax of one row over its kept segments (at most two; one
+// whole-row segment for None and dense masks). `work` holds exp values: the
+// output row itself for f32, a scratch row for 16-bit types. Masked keys
+// outside the segments are zero-filled by the caller.
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
+                                std::size_t count, Elem<kType>* const* outs,
+                                const Source& src,
+                                const SoftmaxOptions& options) {
+  constexpr bool kBias = std::is_same_v<Source, BiasSource>;
+  const float max = RowMax<kType>(df, segs, count, src, options);
+  if (max == -std::numeric_limits<float>::infinity()) {
+    for (std::size_t i = 0; i < count; ++i) {
+      FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
+    }
+    return;
+  }
+  const auto max_v = hn::Set(df, max);
+  const bool plain = !kBias && options.softcap <= 0.0f;
+  double sum = 0.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    sum += plain ? SegmentExp<kType, true>(df, segs[i], src, options, max_v)
+                 : SegmentExp<kType, false>(df, segs[i], src, options, max_v);
+  }
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  for (std::size_t i = 0; i < count; ++i) {
+    SegmentNormalize<kType>(df, segs[i].work, outs[i], segs[i].n, inv_sum);
+  }
+}
+
+template <ScoreType kType>
+void SoftmaxRows(const ScoreView& in, const ScoreView& out,
+                 const MaskSpec& mask, const SoftmaxOptions& options,
+                 RowRange rows) {
+  const hn::ScalableTag<float> df;
+  const Shape4& shape = in.shape;
+  const std::size_t n = shape.k_len;
+  const auto* in_base = static_cast<const Elem<kType>*>(in.data);
+  auto* out_base = static_cast<Elem<kType>*>(out.data);
+  // 16-bit rows keep their exp values in f32 scratch, not in the output.
+  std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const detail::RowIndex i = detail::RowIndexOf(shape, r);
+    const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
+    Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
+    float* work;
+    if constexpr (kType == ScoreType::kF32) {
+      work = o;
+    } else {
+      work = scratch.data();
+    }
+    const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+    const Segment<kType> whole{s, work, 0, n};
+    switch (mask.kind) {
+      case MaskKind::kKeepF32:
+        SoftmaxSegments<kType>(
+            df, &whole, 1, &o,
+            KeepF32Source{static_cast<const float*>(mask.data) + m}, options);
+        break;
+      case MaskKind::kKeepU8:
+        SoftmaxSegments<kType>(
+            df, &whole, 1, &o,
+            KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
+            options);
+        break;
+      case MaskKind::kBias:
+        SoftmaxSegments<kType>(
+            df, &whole, 1, &o,
+            BiasSource{static_cast<const float*>(mask.data) + m}, options);
+        break;
+      default: {
+        const KeptKeys kept =
+            detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n);
+        Segment<kType> segs[2];
+        Elem<kType>* outs[2];
+        for (std::size_t j = 0; j < kept.count; ++j) {
+          const KeyInterval& iv = kept.intervals[j];
+          segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size()};
+          outs[j] = o + iv.begin;
+        }
+        // Zero the masked keys first: for an in-place f32 row the kept
+        // segments are read below, and the fill never touches them.
+        FillMasked<kType>(o, n, kept, Elem<kType>{});
+        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{},
+                               options);
+      }
+    }
+  }
+}
+
+void MaskedSoftmax(const ScoreView& in, const ScoreView& out,
+                   const MaskSpec& mask, const SoftmaxOptions& options,
+                   RowRange rows) {
+  switch (in.type) {
+    case ScoreType::kF32:
+      return SoftmaxRows<ScoreType::kF32>(in, out, mask, options, rows);
+    case ScoreType::kBF16:
+      return SoftmaxRows<ScoreType::kBF16>(in, out, mask, options, rows);
+    case ScoreType::kF16:
+      return SoftmaxRows<ScoreType::kF16>(in, out, mask, options, rows);
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

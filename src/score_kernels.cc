@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// Dispatching entry points of the score kernels: argument checks (nothing is
+// written when they fail), then one dispatch per call covering all its rows.
+#include "rlx/score_kernels.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/score_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/score_kernels-inl.h"
+
+#if HWY_ONCE
+#include "src/dispatch.h"
+#include "src/mask_rows.h"
+
+namespace rlx {
+
+HWY_EXPORT(ApplyMask);
+HWY_EXPORT(MaskedSoftmax);
+
+namespace {
+
+std::string ShapeString(const Shape4& s) {
+  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.heads) +
+         ", " + std::to_string(s.q_len) + ", " + std::to_string(s.k_len) + "]";
+}
+
+[[noreturn]] void Fail(const char* who, const std::string& what) {
+  throw std::invalid_argument(std::string(who) + ": " + what);
+}
+
+void CheckScores(const char* who, const char* name, const ScoreView& v) {
+  const std::string n(name);
+  if (v.data == nullptr) Fail(who, n + ".data is null");
+  if (v.type != ScoreType::kF32 && v.type != ScoreType::kBF16 &&
+      v.type != ScoreType::kF16) {
+    Fail(who, n + ".type " + std::to_string(static_cast<int>(v.type)) +
+                  " is not a ScoreType");
+  }
+  const Shape4& s = v.shape;
+  if (s.k_len == 0) Fail(who, n + " k_len is 0");
+  if (s.batch == 0 || s.heads == 0 || s.q_len == 0) {
+    Fail(who, n + " shape " + ShapeString(s) + " has an empty extent");
+  }
+  if (s.q_len > 1 && v.strides.row < s.k_len) {
+    Fail(who, n + " row stride " + std::to_string(v.strides.row) +
+                  " is below k_len " + std::to_string(s.k_len));
+  }
+}
+
+void CheckRows(const char* who, const Shape4& shape, RowRange rows) {
+  if (rows.begin > rows.end || rows.end > shape.rows()) {
+    Fail(who, "row range [" + std::to_string(rows.begin) + ", " +
+                  std::to_string(rows.end) + ") is not within the " +
+                  std::to_string(shape.rows()) + " rows of shape " +
+                  ShapeString(shape));
+  }
+}
+
+void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
+  switch (mask.kind) {
+    case MaskKind::kNone:
+    case MaskKind::kCausal:
+    case MaskKind::kSlidingWindow:
+      return;
+    case MaskKind::kDecode:
+      if (mask.past > mask.upper) {
+        Fail(who, "decode mask past " + std::to_string(mask.past) +
+                      " exceeds upper " + std::to_string(mask.upper));
+      }
+      if (mask.upper >= scores.k_len || mask.upper + 1 != scores.k_len) {
+        Fail(who, "decode mask upper " + std::to_string(mask.upper) +
+                      " needs k_len upper + 1, but k_len is " +
+                      std::to_string(scores.k_len));
+      }
+      return;
+    case MaskKind::kKeepF32:
+    case MaskKind::kKeepU8:
+    case MaskKind::kBias: {
+      if (mask.data == nullptr) Fail(who, "dense mask data is null");
+      const Shape4& m = mask.shape;
+      const auto fits = [](std::size_t mask_extent, std::size_t extent) {
+        return mask_extent == extent || mask_extent == 1;
+      };
+      if (!fits(m.batch, scores.batch) || !fits(m.heads, scores.heads) ||
+          !fits(m.q_len, scores.q_len) || m.k_len != scores.k_len) {
+        Fail(who, "mask shape " + ShapeString(m) +
+                      " does not broadcast to scores " + ShapeString(scores) +
+                      " (each extent must match or be 1; k_len must match)");
+      }
+      if (m.q_len > 1 && mask.strides.row < m.k_len) {
+        Fail(who, "mask row stride " + std::to_string(mask.strides.row) +
+                      " is below k_len " + std::to_string(m.k_len));
+      }
+      return;
+    }
+  }
+  Fail(who, "mask kind " + std::to_string(static_cast<int>(mask.kind)) +
+                " is not a MaskKind");
+}
+
+}  // namespace
+
+KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index,
+                   std::size_t q, std::size_t q_len, std::size_t k_len) {
+  constexpr const char* kWho = "kept_keys";
+  if (k_len == 0) Fail(kWho, "k_len is 0");
+  if (q >= q_len) {
+    Fail(kWho, "query row " + std::to_string(q) + " is not below q_len " +
+                   std::to_string(q_len));
+  }
+  CheckMask(kWho, mask, Shape4{batch_index + 1, 1, q_len, k_len});
+  return detail::KeptKeysOf(mask, batch_index, q, q_len, k_len);
+}
+
+void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+                float fill) {
+  constexpr const char* kWho = "apply_mask";
+  CheckScores(kWho, "scores", scores);
+  CheckMask(kWho, mask, scores.shape);
+  CheckRows(kWho, scores.shape, rows);
+  if (rows.begin == rows.end) return;
+  RLX_DYNAMIC_DISPATCH(ApplyMask)(scores, mask, rows, fill);
+}
+
+void apply_mask(const ScoreView& scores, const MaskSpec& mask, float fill) {
+  apply_mask(scores, mask, RowRange::all(scores.shape), fill);
+}
+
+void masked_softmax(const ScoreView& in, const ScoreView& out,
+                    const MaskSpec& mask, const SoftmaxOptions& options,
+                    RowRange rows) {
+  constexpr const char* kWho = "masked_softmax";
+  CheckScores(kWho, "in", in);
+  CheckScores(kWho, "out", out);
+  if (in.type != out.type) {
+    Fail(kWho, "in and out differ in type (" +
+                   std::to_string(static_cast<int>(in.type)) + " vs " +
+                   std::to_string(static_cast<int>(out.type)) + ")");
+  }
+  if (in.shape.batch != out.shape.batch || in.shape.heads != out.shape.heads ||
+      in.shape.q_len != out.shape.q_len || in.shape.k_len != out.shape.k_len) {
+    Fail(kWho, "in shape " + ShapeString(in.shape) + " differs from out shape " +
+                   ShapeString(out.shape));
+  }
+  if (!std::isfinite(options.scale)) {
+    Fail(kWho, "scale " + std::to_string(options.scale) + " is not finite");
+  }
+  if (!(options.softcap >= 0.0f) || !std::isfinite(options.softcap)) {
+    Fail(kWho, "softcap " + std::to_string(options.softcap) +
+                   " must be finite and >= 0 (0 = none)");
+  }
+  CheckMask(kWho, mask, in.shape);
+  CheckRows(kWho, in.shape, rows);
+  if (rows.begin == rows.end) return;
+  RLX_DYNAMIC_DISPATCH(MaskedSoftmax)(in, out, mask, options, rows);
+}
+
+void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
+                    const SoftmaxOptions& options, RowRange rows) {
+  // In place: errors name the one view the caller passed.
+  CheckScores("masked_softmax", "scores", scores);
+  masked_softmax(scores, scores, mask, options, rows);
+}
+
+void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
+                    const SoftmaxOptions& options) {
+  masked_softmax(scores, mask, options, RowRange::all(scores.shape));
+}
+
+}  // namespace rlx
+#endif  // HWY_ONCE

@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// apply_mask and masked_softmax against the scalar oracle (src/reference.h),
+// once per supported target: every mask kind and row type, k_len 1..3N+1 and
+// 2^16 + 3, misaligned data, row strides whose gaps hold a sentinel that must
+// stay untouched, broadcasting on each axis, explicit query offsets, fully
+// masked rows, scores near the float limits, softcap and scale, and row
+// ranges split at odd places. Apply is bit-exact; softmax is within the bound
+// stated in docs/KERNELS.md.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rlx/score_kernels.h"
+#include "src/reference.h"
+#include "tests/per_target.h"
+
+namespace rlx {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+std::size_t ElemSize(ScoreType t) { return t == ScoreType::kF32 ? 4 : 2; }
+
+const char* TypeName(ScoreType t) {
+  return t == ScoreType::kF32 ? "f32" : t == ScoreType::kBF16 ? "bf16" : "f16";
+}
+
+// A score tensor in a byte buffer: `misalign` elements past an aligned
+// start, rows `gap` elements apart beyond k_len, heads and batches with a gap
+// of their own; every gap byte holds kSentinel.
+constexpr std::uint8_t kSentinel = 0x7F;  // f32 0x7F7F7F7F, 16-bit 0x7F7F: NaN / huge
+
+struct Tensor {
+  std::vector<std::uint8_t> bytes;
+  ScoreView view;
+};
+
+Tensor MakeTensor(ScoreType type, const Shape4& shape, std::size_t gap,
+                  std::size_t misalign) {
+  Strides3 st;
+  st.row = shape.k_len + gap;
+  st.head = st.row * shape.q_len + gap;
+  st.batch = st.head * shape.heads + gap;
+  const std::size_t elems = misalign + st.batch * shape.batch + gap;
+  Tensor t;
+  t.bytes.assign(elems * ElemSize(type) + 64, kSentinel);
+  // 64-byte aligned start, then `misalign` elements.
+  std::uint8_t* base = t.bytes.data();
+  base += (64 - reinterpret_cast<std::uintptr_t>(base) % 64) % 64;
+  t.view = {base + misalign * ElemSize(type), type, shape, st};
+  return t;
+}
+
+std::size_t Offset(const ScoreView& v, std::size_t b, std::size_t h,
+                   std::size_t q, std::size_t k) {
+  return b * v.strides.batch + h * v.strides.head + q * v.strides.row + k;
+}
+
+double Get(const ScoreView& v, std::size_t off) {
+  switch (v.type) {
+    case ScoreType::kF32:
+      return static_cast<const float*>(v.data)[off];
+    case ScoreType::kBF16: {
+      const std::uint32_t u =
+          std::uint32_t{static_cast<const std::uint16_t*>(v.data)[off]} << 16;
+      float f;
+      std::memcpy(&f, &u, 4);
+      return f;
+    }
+    case ScoreType::kF16: {
+      // Via the oracle's store/load: write into a 1-element f32 view.
+      const std::uint16_t h = static_cast<const std::uint16_t*>(v.data)[off];
+      const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
+      const double mag = e == 0    ? std::ldexp(m, -24)
+                         : e == 31 ? (m ? NAN : INFINITY)
+                                   : std::ldexp(m | 0x400, e - 25);
+      return (h & 0x8000) ? -mag : mag;
+    }
+  }
+  return 0;
+}
+
+// Sets every element (not the gaps) of `v` to f(b, h, q, k), rounded to the
+// row type by the compiler's own conversion (GCC and Clang: _Float16 on x86
+// and Arm; bf16 by truncation, any bf16 value will do).
+void FillScores(const ScoreView& v,
+                const std::function<float(std::size_t, std::size_t,
+                                          std::size_t, std::size_t)>& f) {
+  const Shape4& s = v.shape;
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q)
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const float x = f(b, h, q, k);
+          const std::size_t off = Offset(v, b, h, q, k);
+          std::uint16_t bits;
+          if (v.type == ScoreType::kF32) {
+            static_cast<float*>(v.data)[off] = x;
+            continue;
+          } else if (v.type == ScoreType::kBF16) {
+            std::uint32_t u;
+            std::memcpy(&u, &x, 4);
+            bits = static_cast<std::uint16_t>(u >> 16);
+          } else {
+            const _Float16 h16 = static_cast<_Float16>(x);
+            std::memcpy(&bits, &h16, 2);
+          }
+          static_cast<std::uint16_t*>(v.data)[off] = bits;
+        }
+}
+
+// A dense mask buffer of `shape` (1 = broadcast), contiguous.
+struct DenseMask {
+  std::vector<float> f32;
+  std::vector<std::uint8_t> u8;
+  MaskSpec spec;
+};
+
+DenseMask MakeDense(MaskKind kind, const Shape4& shape, std::mt19937& rng,
+                    double keep_probability) {
+  DenseMask d;
+  const std::size_t n = shape.batch * shape.heads * shape.q_len * shape.k_len;
+  std::bernoulli_distribution keep(keep_probability);
+  std::uniform_real_distribution<float> bias(-4.0f, 4.0f);
+  if (kind == MaskKind::kKeepU8) {
+    d.u8.resize(n);
+    for (auto& m : d.u8) m = keep(rng) ? static_cast<std::uint8_t>(1 + rng() % 255) : 0;
+    d.spec = MaskSpec::keep(d.u8.data(), shape);
+  } else {
+    d.f32.resize(n);
+    for (auto& m : d.f32) {
+      if (kind == MaskKind::kKeepF32) {
+        // Values on both sides of 0.5, and NaN (masked: fails closed).
+        const float kept[] = {1.0f, 0.5f, 7.0f};
+        const float masked[] = {0.0f, 0.49999997f, -1.0f, NAN};
+        m = keep(rng) ? kept[rng() % 3] : masked[rng() % 4];
+      } else {
+        m = keep(rng) ? bias(rng) : -kInf;
+      }
+    }
+    d.spec = kind == MaskKind::kKeepF32 ? MaskSpec::keep(d.f32.data(), shape)
+                                        : MaskSpec::bias(d.f32.data(), shape);
+  }
+  return d;
+}
+
+class ScoreKernelsTest : public testing::PerTargetTest {};
+RLX_INSTANTIATE_PER_TARGET(ScoreKernelsTest);
+
+// One checked run of apply_mask and masked_softmax on one configuration.
+struct Config {
+  ScoreType type = ScoreType::kF32;
+  Shape4 shape;
+  MaskSpec mask;
+  SoftmaxOptions options;
+  std::size_t gap = 3, misalign = 1;
+  float fill = -kInf;
+  std::function<float(std::size_t, std::size_t, std::size_t, std::size_t)>
+      scores;
+  std::string name;
+};
+
+std::string Describe(const Config& c) {
+  const Shape4& s = c.shape;
+  return c.name + " type=" + TypeName(c.type) + " shape=[" +
+         std::to_string(s.batch) + "," + std::to_string(s.heads) + "," +
+         std::to_string(s.q_len) + "," + std::to_string(s.k_len) +
+         "] kind=" + std::to_string(static_cast<int>(c.mask.kind)) +
+         " window=" + std::to_string(c.mask.window) +
+         " gap=" + std::to_string(c.gap) +
+         " misalign=" + std::to_string(c.misalign);
+}
+
+// Splits the rows at odd places and runs `run` on each piece.
+void ForSplitRows(std::size_t rows, const std::function<void(RowRange)>& run) {
+  const std::size_t cut1 = rows / 3, cut2 = std::max(cut1, rows - rows / 5);
+  run({0, cut1});
+  run({cut1, cut2});
+  run({cut2, rows});
+}
+
+void CheckApply(const Config& c, bool split) {
+  Tensor got = MakeTensor(c.type, c.shape, c.gap, c.misalign);
+  FillScores(got.view, c.scores);
+  Tensor want = got;
+  want.view.data = want.bytes.data() + (static_cast<std::uint8_t*>(got.view.data) -
+                                        got.bytes.data());
+  if (split) {
+    ForSplitRows(c.shape.rows(), [&](RowRange r) {
+      apply_mask(got.view, c.mask, r, c.fill);
+    });
+  } else {
+    apply_mask(got.view, c.mask, c.fill);
+  }
+  reference::apply_mask(want.view, c.mask, RowRange::all(c.shape), c.fill);
+  // Bit-exact, gaps included (both must have left the sentinel alone).
+  ASSERT_EQ(got.bytes, want.bytes) << "apply_mask differs: " << Describe(c);
+}
+
+void CheckSoftmax(const Config& c, bool split, bool out_of_place) {
+  Tensor in = MakeTensor(c.type, c.shape, c.gap, c.misalign);
+  FillScores(in.view, c.scores);
+  const std::vector<std::uint8_t> original = in.bytes;
+  Tensor want = in;
+  want.view.data = want.bytes.data() +
+                   (static_cast<std::uint8_t*>(in.view.data) - in.bytes.data());
+  reference::masked_softmax(want.view, want.view, c.mask, c.options,
+                            RowRange::all(c.shape));
+  Tensor out_storage = MakeTensor(c.type, c.shape, c.gap + 1, c.misalign + 2);
+  const ScoreView out = out_of_place ? out_storage.view : in.view;
+  const auto run = [&](RowRange r) {
+    masked_softmax(in.view, out, c.mask, c.options, r);
+  };
+  if (split) {
+    ForSplitRows(c.shape.rows(), run);
+  } else {
+    run(RowRange::all(c.shape));
+  }
+  if (out_of_place) {
+    ASSERT_EQ(in.bytes, original) << "out-of-place softmax wrote its input";
+  }
+  // The input as it was, for the tolerance.
+  std::vector<std::uint8_t> original_copy = original;
+  ScoreView before = in.view;
+  before.data = original_copy.data() +
+                (static_cast<std::uint8_t*>(in.view.data) - in.bytes.data());
+  const Shape4& s = c.shape;
+  const double type_ulp = c.type == ScoreType::kF32    ? 0.0
+                          : c.type == ScoreType::kBF16 ? std::ldexp(1.0, -7)
+                                                       : std::ldexp(1.0, -10);
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q) {
+        // The largest transformed kept score of the row bounds the f32
+        // rounding of the exp argument t - max (docs/KERNELS.md).
+        double t_max = 0.0, sum = 0.0;
+        bool any_kept = false;
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          if (!reference::is_kept(c.mask, s, b, h, q, k)) continue;
+          any_kept = true;
+          const double x = Get(before, Offset(before, b, h, q, k));
+          t_max = std::max(
+              t_max, std::fabs(x * c.options.scale) +
+                         std::fabs(reference::bias_at(c.mask, s, b, h, q, k)));
+        }
+        const double rel =
+            std::ldexp(1.0, -20) * (1.0 + 2.0 * t_max) + type_ulp;
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const double p = Get(out, Offset(out, b, h, q, k));
+          const double p_ref = Get(want.view, Offset(want.view, b, h, q, k));
+          if (!reference::is_kept(c.mask, s, b, h, q, k)) {
+            if (p == 0.0 && !std::signbit(p)) continue;
+            ASSERT_EQ(p, 0.0) << "masked key " << k << " of row (" << b << ","
+                              << h << "," << q << ") is not exactly 0: "
+                              << Describe(c);
+            ASSERT_FALSE(std::signbit(p)) << "masked key is -0: "
+                                          << Describe(c);
+            continue;
+          }
+          if (std::isnan(p_ref)) {
+            ASSERT_TRUE(std::isnan(p)) << "NaN did not propagate: "
+                                       << Describe(c);
+            continue;
+          }
+          // Below FLT_MIN the exp flushes to 0; f16 has subnormals of 2^-24.
+          const double floor =
+              c.type == ScoreType::kF16 ? std::ldexp(1.0, -24) : 2e-38;
+          if (std::fabs(p - p_ref) <= p_ref * rel + floor) {
+            sum += p;
+            continue;
+          }
+          ASSERT_NEAR(p, p_ref, p_ref * rel + floor)
+              << "key " << k << " of row (" << b << "," << h << "," << q
+              << "): " << Describe(c);
+          sum += p;
+        }
+        if (any_kept && c.type == ScoreType::kF32 && sum > 0) {
+          ASSERT_NEAR(sum, 1.0, 1e-6) << "row (" << b << "," << h << "," << q
+                                      << ") sums to " << sum << ": "
+                                      << Describe(c);
+        }
+      }
+  // Nothing outside the output view's elements was written: gaps and the
+  // bytes around the view still hold the sentinel.
+  const Tensor& out_tensor = out_of_place ? out_storage : in;
+  const std::size_t es = ElemSize(c.type);
+  const auto* base = static_cast<const std::uint8_t*>(out.data);
+  const std::size_t head = base - out_tensor.bytes.data();
+  std::vector<bool> is_element((out_tensor.bytes.size() - head) / es, false);
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q)
+        for (std::size_t k = 0; k < s.k_len; ++k)
+          is_element[Offset(out, b, h, q, k)] = true;
+  for (std::size_t e = 0; e < is_element.size(); ++e) {
+    if (is_element[e]) continue;
+    for (std::size_t byte = 0; byte < es; ++byte) {
+      ASSERT_EQ(base[e * es + byte], kSentinel)
+          << "gap element " << e << " was written: " << Describe(c);
+    }
+  }
+  for (std::size_t i = 0; i < head; ++i) {
+    ASSERT_EQ(out_tensor.bytes[i], kSentinel) << "wrote before the view";
+  }
+}
+
+std::vector<MaskSpec> StructuredMasks(std::size_t k_len) {
+  std::vector<MaskSpec> masks = {MaskSpec::none(), MaskSpec::causal(),
+                                 MaskSpec::sliding_window(0),
+                                 MaskSpec::sliding_window(1),
+                                 MaskSpec::sliding_window(3),
+                                 MaskSpec::sliding_window(k_len)};
+  const std::size_t upper = k_len - 1;
+  for (std::size_t past : {std::size_t{0}, upper / 2, upper}) {
+    for (std::size_t window : {std::size_t{0}, std::size_t{2}, upper + 1}) {
+      masks.push_back(MaskSpec::decode(past, upper, window));
+    }
+  }
+  return masks;
+}
+
+// A reproducible score in [-8, 8) from a key (splitmix64).
+float RandomScore(std::uint64_t seed) {
+  std::uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * (16.0f / (1 << 24)) - 8.0f;
+}
+
+// k_len 1..3N+1 for the widest target (N = 16 f32 lanes), every structured
+// mask, every type, misaligned, with gaps, in place and out of place.
+TEST_P(ScoreKernelsTest, StructuredMasksMatchTheOracleAtEveryLength) {
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (std::size_t k_len = 1; k_len <= 49; ++k_len) {
+      for (const MaskSpec& mask : StructuredMasks(k_len)) {
+        Config c;
+        c.type = type;
+        const std::size_t q_len = mask.kind == MaskKind::kDecode ? 1 : 3;
+        c.shape = {2, 2, q_len, k_len};
+        c.mask = mask;
+        c.misalign = k_len % 3;
+        c.gap = k_len % 2 ? 3 : 0;
+        c.scores = [](std::size_t b, std::size_t h, std::size_t q,
+                      std::size_t k) {
+          return RandomScore(((b * 7 + h) * 131 + q) * 1009 + k);
+        };
+        c.name = "structured";
+        ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, k_len % 2 == 0));
+      }
+    }
+  }
+}
+
+TEST_P(ScoreKernelsTest, DenseMasksMatchTheOracleWithEveryBroadcast) {
+  std::mt19937 rng(1234);
+  const Shape4 scores{2, 3, 4, 0};
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (MaskKind kind :
+         {MaskKind::kKeepF32, MaskKind::kKeepU8, MaskKind::kBias}) {
+      for (std::size_t k_len : {1u, 5u, 16u, 17u, 33u, 49u, 100u}) {
+        // Full, RLX's [batch, 1, 1, k], [batch, 1, q, k], [1, heads, 1, k].
+        const Shape4 mask_shapes[] = {
+            {2, 3, 4, k_len}, {2, 1, 1, k_len}, {2, 1, 4, k_len},
+            {1, 3, 1, k_len}, {1, 1, 1, k_len}};
+        for (const Shape4& ms : mask_shapes) {
+          for (double keep : {0.0, 0.3, 1.0}) {
+            DenseMask dense = MakeDense(kind, ms, rng, keep);
+            Config c;
+            c.type = type;
+            c.shape = {scores.batch, scores.heads, scores.q_len, k_len};
+            c.mask = dense.spec;
+            c.misalign = k_len % 2;
+            c.gap = 2;
+            c.fill = -1e9f;
+            c.scores = [](std::size_t b, std::size_t h, std::size_t q,
+                          std::size_t k) {
+              return RandomScore(((b * 5 + h) * 17 + q) * 4099 + k + 77);
+            };
+            c.name = "dense keep=" + std::to_string(keep);
+            ASSERT_NO_FATAL_FAILURE(CheckApply(c, true));
+            ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, true, true));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(ScoreKernelsTest, LongRowsMatchTheOracle) {
+  constexpr std::size_t kLong = (std::size_t{1} << 16) + 3;
+  std::mt19937 rng(99);
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16}) {
+    std::vector<MaskSpec> masks = {MaskSpec::none(),
+                                   MaskSpec::decode(40000, kLong - 1, 0),
+                                   MaskSpec::decode(40000, kLong - 1, 1000)};
+    DenseMask keep = MakeDense(MaskKind::kKeepU8, {1, 1, 1, kLong}, rng, 0.5);
+    masks.push_back(keep.spec);
+    for (const MaskSpec& mask : masks) {
+      Config c;
+      c.type = type;
+      c.shape = {1, 1, 1, kLong};
+      c.mask = mask;
+      c.scores = [](std::size_t, std::size_t, std::size_t, std::size_t k) {
+        return RandomScore(k);
+      };
+      c.name = "long";
+      ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
+      ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false));
+    }
+  }
+  // Causal prefill with long rows: query positions near the end.
+  Config c;
+  c.shape = {1, 1, 3, kLong};
+  c.mask = MaskSpec::sliding_window(5000);
+  c.scores = [](std::size_t, std::size_t, std::size_t q, std::size_t k) {
+    return RandomScore(k * 3 + q);
+  };
+  c.name = "long window";
+  ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, true, false));
+}
+
+TEST_P(ScoreKernelsTest, ExplicitQueryOffsetsPlaceEachBatch) {
+  // Chunked prefill: batch 0's queries start at 0, batch 1's at 9, batch 2's
+  // before key 0 (rows entirely masked), batch 3's past the end.
+  const std::int64_t offsets[] = {0, 9, -2, 40};
+  for (const MaskSpec& base :
+       {MaskSpec::causal(), MaskSpec::sliding_window(2)}) {
+    Config c;
+    c.shape = {4, 2, 5, 21};
+    c.mask = base.with_query_offsets(offsets);
+    c.scores = [](std::size_t b, std::size_t h, std::size_t q, std::size_t k) {
+      return RandomScore(b * 1000 + h * 100 + q * 10 + k);
+    };
+    c.name = "offsets";
+    ASSERT_NO_FATAL_FAILURE(CheckApply(c, true));
+    ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, true, false));
+    for (std::size_t q = 0; q < 5; ++q) {
+      const KeptKeys kept = kept_keys(c.mask, 1, q, 5, 21);
+      ASSERT_EQ(kept.count, 1u);
+      EXPECT_EQ(kept.intervals[0].end, 9 + q + 1);
+    }
+    EXPECT_EQ(kept_keys(c.mask, 2, 1, 5, 21).count, 0u) << "abs_q = -1";
+  }
+}
+
+TEST_P(ScoreKernelsTest, ScoresNearTheFloatLimitsDoNotOverflow) {
+  for (float big : {3.0e38f, 1.0e30f, -3.0e38f}) {
+    Config c;
+    c.shape = {1, 1, 2, 37};
+    c.mask = MaskSpec::causal();
+    c.scores = [big](std::size_t, std::size_t, std::size_t q, std::size_t k) {
+      return (k % 3 == 0) ? big : ((k + q) % 2 ? -big : big * 0.5f);
+    };
+    c.name = "limits";
+    ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false));
+  }
+}
+
+TEST_P(ScoreKernelsTest, SoftcapAndScaleApplyBeforeMasking) {
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16}) {
+    for (const SoftmaxOptions& o :
+         {SoftmaxOptions{0.125f, 0.0f}, SoftmaxOptions{1.0f, 30.0f},
+          SoftmaxOptions{0.5f, 5.0f}, SoftmaxOptions{-2.0f, 0.0f}}) {
+      std::mt19937 rng(7);
+      DenseMask bias = MakeDense(MaskKind::kBias, {1, 1, 3, 29}, rng, 0.7);
+      for (const MaskSpec& mask :
+           {MaskSpec::causal(), MaskSpec::decode(10, 28, 4), bias.spec}) {
+        Config c;
+        c.type = type;
+        c.shape = {1, 2, mask.kind == MaskKind::kDecode ? 1u : 3u, 29};
+        c.mask = mask;
+        c.options = o;
+        c.scores = [](std::size_t, std::size_t h, std::size_t q,
+                      std::size_t k) {
+          return 12.0f * RandomScore(h * 100 + q * 29 + k);
+        };
+        c.name = "softcap/scale";
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false));
+      }
+    }
+  }
+}
+
+// The Rust executor masks with -1e9 then softcaps, turning the masked score
+// into -c and leaking weight onto it; here masked keys get exactly 0.
+TEST_P(ScoreKernelsTest, SoftcapNeverLeaksWeightToMaskedKeys) {
+  std::vector<float> s(8, 1.0f);
+  masked_softmax(ScoreView::f32(s.data(), {1, 1, 1, 8}),
+                 MaskSpec::decode(2, 7), {1.0f, 1.0f});
+  EXPECT_EQ(s[2], 0.0f);
+  EXPECT_EQ(s[6], 0.0f);
+  EXPECT_NEAR(s[0] + s[1] + s[7], 1.0f, 1e-6f);
+}
+
+TEST_P(ScoreKernelsTest, FullyMaskedRowsAreZeroNeverNaN) {
+  std::vector<float> s(3 * 20, 5.0f);
+  const std::vector<std::uint8_t> none(20, 0);
+  masked_softmax(ScoreView::f32(s.data(), {1, 1, 3, 20}),
+                 MaskSpec::keep(none.data(), {1, 1, 1, 20}), {1.0f, 50.0f});
+  for (float p : s) ASSERT_EQ(p, 0.0f);
+  std::vector<float> bias(20, -kInf), t(20, 1.0f);
+  masked_softmax(ScoreView::f32(t.data(), {1, 1, 1, 20}),
+                 MaskSpec::bias(bias.data(), {1, 1, 1, 20}), {});
+  for (float p : t) ASSERT_EQ(p, 0.0f);
+  // A query before key 0 under Causal.
+  const std::int64_t offset = -1;
+  std::vector<float> u(4, 2.0f);
+  masked_softmax(ScoreView::f32(u.data(), {1, 1, 1, 4}),
+                 MaskSpec::causal().with_query_offsets(&offset), {});
+  for (float p : u) ASSERT_EQ(p, 0.0f);
+}
+
+TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
+  std::vector<float> s = {1.0f, NAN, 2.0f, 3.0f, 0.0f};
+  masked_softmax(ScoreView::f32(s.data(), {1, 1, 1, 5}), MaskSpec::none(), {});
+  EXPECT_TRUE(std::isnan(s[0]) && std::isnan(s[2]) && std::isnan(s[4]));
+  // The same NaN under a masked key is ignored.
+  std::vector<float> t = {1.0f, NAN, 2.0f};
+  masked_softmax(ScoreView::f32(t.data(), {1, 1, 1, 3}),
+                 MaskSpec::decode(1, 2), {});
+  EXPECT_EQ(t[1], 0.0f);
+  EXPECT_NEAR(t[0] + t[2], 1.0f, 1e-6f);
+}
+
+TEST_P(ScoreKernelsTest, ApplyKeepsKeptBitsIncludingNaNPayloads) {
+  std::vector<std::uint16_t> s = {0x7E01, 0xFC01, 0x0001, 0x8000, 0x3C00};
+  const std::uint8_t keep[] = {1, 1, 1, 1, 0};
+  ScoreView v{s.data(), ScoreType::kF16, {1, 1, 1, 5}, {5, 5, 5}};
+  apply_mask(v, MaskSpec::keep(keep, {1, 1, 1, 5}));
+  EXPECT_EQ(s[0], 0x7E01);
+  EXPECT_EQ(s[1], 0xFC01);
+  EXPECT_EQ(s[2], 0x0001);
+  EXPECT_EQ(s[3], 0x8000);
+  EXPECT_EQ(s[4], 0xFC00) << "-inf in f16";
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST_P(ScoreKernelsTest, BadInputThrowsNamingTheValuesAndWritesNothing) {
+  std::vector<float> s(64, 3.0f);
+  const std::vector<float> before = s;
+  const Shape4 shape{1, 2, 2, 8};
+  const ScoreView good = ScoreView::f32(s.data(), shape);
+  const auto expect = [&](const std::function<void()>& f,
+                          const std::string& text) {
+    const std::string error = ErrorOf(f);
+    EXPECT_THAT(error, HasSubstr(text));
+    EXPECT_EQ(s, before) << "a rejected call wrote: " << error;
+  };
+  ScoreView null_data = good;
+  null_data.data = nullptr;
+  expect([&] { masked_softmax(null_data, MaskSpec::none()); },
+         "masked_softmax: scores.data is null");
+  expect([&] { apply_mask(null_data, MaskSpec::none()); },
+         "apply_mask: scores.data is null");
+  ScoreView zero_k = good;
+  zero_k.shape.k_len = 0;
+  expect([&] { apply_mask(zero_k, MaskSpec::causal()); }, "k_len is 0");
+  ScoreView narrow = good;
+  narrow.strides.row = 7;
+  expect([&] { masked_softmax(narrow, MaskSpec::causal()); },
+         "row stride 7 is below k_len 8");
+  expect([&] { masked_softmax(good, MaskSpec::decode(8, 7)); },
+         "decode mask past 8 exceeds upper 7");
+  expect([&] { apply_mask(good, MaskSpec::decode(2, 9)); },
+         "decode mask upper 9 needs k_len upper + 1, but k_len is 8");
+  const std::vector<float> m(3 * 8, 1.0f);
+  expect([&] { apply_mask(good, MaskSpec::keep(m.data(), {1, 3, 1, 8})); },
+         "mask shape [1, 3, 1, 8] does not broadcast to scores [1, 2, 2, 8]");
+  expect([&] { apply_mask(good, MaskSpec::keep(m.data(), {1, 1, 1, 7})); },
+         "does not broadcast");
+  expect([&] { apply_mask(good, MaskSpec::keep(static_cast<float*>(nullptr),
+                                               {1, 1, 1, 8})); },
+         "dense mask data is null");
+  expect([&] { masked_softmax(good, MaskSpec::none(), {}, RowRange{2, 5}); },
+         "row range [2, 5) is not within the 4 rows");
+  expect([&] { masked_softmax(good, MaskSpec::none(), {NAN, 0.0f}); },
+         "scale nan is not finite");
+  expect([&] { masked_softmax(good, MaskSpec::none(), {1.0f, -1.0f}); },
+         "softcap -1.000000 must be finite and >= 0");
+  std::vector<std::uint16_t> half(64);
+  ScoreView bf = ScoreView::bf16s(reinterpret_cast<bf16*>(half.data()), shape);
+  expect([&] { masked_softmax(good, bf, MaskSpec::none(), {}, RowRange::all(shape)); },
+         "in and out differ in type");
+  EXPECT_THAT(ErrorOf([] { kept_keys(MaskSpec::causal(), 0, 3, 3, 8); }),
+              HasSubstr("kept_keys: query row 3 is not below q_len 3"));
+}
+
+TEST(KeptKeysTest, StructuredMasksAreIntervals) {
+  // Decode keeps [lo, past) and {upper}: two intervals.
+  EXPECT_EQ(kept_keys(MaskSpec::decode(5, 9, 2), 0, 0, 1, 10),
+            (KeptKeys{{KeyInterval{3, 5}, KeyInterval{9, 10}}, 2}));
+  // A full bucket: the two are adjacent and merge.
+  EXPECT_EQ(kept_keys(MaskSpec::decode(4, 4), 0, 0, 1, 5),
+            (KeptKeys{{KeyInterval{0, 5}, KeyInterval{}}, 1}));
+  // Causal prefill: row q of a square tensor keeps [0, q].
+  EXPECT_EQ(kept_keys(MaskSpec::causal(), 0, 2, 8, 8),
+            (KeptKeys{{KeyInterval{0, 3}, KeyInterval{}}, 1}));
+  // Sliding window w keeps w + 1 keys (RLX's convention).
+  EXPECT_EQ(kept_keys(MaskSpec::sliding_window(2), 0, 6, 8, 8),
+            (KeptKeys{{KeyInterval{4, 7}, KeyInterval{}}, 1}));
+  EXPECT_EQ(kept_keys(MaskSpec::none(), 0, 0, 1, 8).size(), 8u);
+}
+
+}  // namespace
+}  // namespace rlx
