@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The C API of rlx-attn-mask: C99, usable from C and through any FFI (Rust,
+ * Python ctypes, ...). It mirrors the C++ API (rlx/bucket_ladder.h,
+ * rlx/attn_mask.h, rlx/targets.h, rlx/scores.h, rlx/score_kernels.h) with
+ * plain structs, enums and status codes.
+ *
+ * Errors. Every function that can fail returns an rlx_status (or documents
+ * its own failure value). No C++ exception ever crosses this API. A failing
+ * call writes nothing to its outputs and records a message, retrievable with
+ * rlx_last_error(), that starts with the C function's name followed by ": "
+ * and names the offending values. Null pointers, bad sizes, unknown enum
+ * values and unknown target names are RLX_INVALID_ARGUMENT.
+ *
+ * Threads. Every function may be called from any thread. Ladders are
+ * immutable after creation, so one ladder may be shared between threads.
+ * The score kernels take row ranges so that a caller can split one call
+ * across its own threads; results do not depend on the split. */
+#ifndef RLX_RLX_ATTN_MASK_H_
+#define RLX_RLX_ATTN_MASK_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Exported from the shared library even when the build hides symbols by
+ * default (-fvisibility=hidden). */
+#if defined(__GNUC__) || defined(__clang__)
+#define RLX_ATTN_MASK_API __attribute__((visibility("default")))
+#else
+#define RLX_ATTN_MASK_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Status and errors                                                        */
+
+typedef enum {
+  RLX_OK = 0,
+  RLX_INVALID_ARGUMENT = 1, /* rejected before anything was written */
+  RLX_OUT_OF_MEMORY = 2,    /* an allocation failed or was too large */
+  RLX_INTERNAL_ERROR = 3    /* a bug in the library: please report it */
+} rlx_status;
+
+/* The message of this thread's most recent failing call, "" if none has
+ * failed yet. Successful calls leave it alone. The pointer stays valid until
+ * the next failing call on the same thread (or the thread's exit); never
+ * free it. Messages longer than 1023 bytes are truncated. */
+RLX_ATTN_MASK_API const char* rlx_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Bucket ladders (rlx/bucket_ladder.h)                                     */
+/*
+ * A bucket is a half-open range of keys [start, end) (a key is the length a
+ * graph is run for, >= 1); its compile extent ("upper") is end - 1. A ladder
+ * is an ordered list of non-overlapping buckets; a key outside every bucket
+ * routes nowhere. */
+
+typedef struct rlx_ladder rlx_ladder;
+
+/* The seed's power_of_two_ladder: extents next_pow2(min), doubling until
+ * >= max; buckets [1, e0 + 1), [e0 + 1, e1 + 1), ... (8, 256) gives
+ * [1,9) [9,17) [17,33) [33,65) [65,129) [129,257). Requires 1 <= min <= max
+ * and no 64-bit overflow of the doubling. On success *out owns a new ladder
+ * (free it with rlx_ladder_free). */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_power_of_two(uint64_t min, uint64_t max,
+                                                     rlx_ladder** out);
+
+/* `count` geometric steps from 1 to `max`: extent i (1..count) is the
+ * smallest integer e with e^count >= max^i, decided exactly; repeated extents
+ * are dropped. (512, 3) gives extents 8, 64, 512; (4096, 5) gives 6, 28, 148,
+ * 777, 4096. Requires max >= 1 and count >= 1. */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_geometric(uint64_t max, uint64_t count,
+                                                  rlx_ladder** out);
+
+/* A ladder of the n buckets [starts[i], ends[i]). Rejects n == 0, an empty
+ * bucket (start >= end) and unsorted or overlapping buckets
+ * (ends[i] > starts[i + 1]); gaps are allowed. The arrays are copied. */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_custom(const uint64_t* starts,
+                                               const uint64_t* ends, size_t n,
+                                               rlx_ladder** out);
+
+/* Frees a ladder; NULL is a no-op. */
+RLX_ATTN_MASK_API void rlx_ladder_free(rlx_ladder* ladder);
+
+/* The number of buckets (>= 1), or 0 for a NULL ladder (an error, recorded
+ * for rlx_last_error). */
+RLX_ATTN_MASK_API size_t rlx_ladder_size(const rlx_ladder* ladder);
+
+/* Writes bucket i's [start, end). Requires a non-NULL ladder, start and end,
+ * and i < rlx_ladder_size(ladder); otherwise writes nothing and records an
+ * error for rlx_last_error. */
+RLX_ATTN_MASK_API void rlx_ladder_bucket(const rlx_ladder* ladder, size_t i,
+                                         uint64_t* start, uint64_t* end);
+
+/* Routes `key` in O(log n): returns 1 and writes the bucket's index to
+ * *index when a bucket holds `key`; returns 0, writing nothing, when none
+ * does; returns -1, writing nothing and recording an error, for a NULL
+ * ladder or index. */
+RLX_ATTN_MASK_API int rlx_ladder_bucket_for(const rlx_ladder* ladder,
+                                            uint64_t key, size_t* index);
+
+/* ------------------------------------------------------------------------ */
+/* Decode masks (rlx/attn_mask.h)                                           */
+/*
+ * K in the decode graph is [past keys 0..past_seq) | zero padding
+ * [past_seq..upper) | the new token at upper], upper + 1 keys. A keep mask
+ * holds 1.0f where attention may land, 0.0f elsewhere. */
+
+/* Writes the seed's bucket_decode_mask_windowed(past_seq, upper, window)
+ * into out[0 .. out_len): 1.0f at lo <= i < past_seq and at i == upper,
+ * lo = past_seq - min(window, past_seq), 0.0f elsewhere; window == 0 means no
+ * window (the causal bucket_decode_mask). SIMD, no allocation, `out` may be
+ * unaligned. Requires out != NULL, past_seq <= upper and
+ * out_len == upper + 1. */
+RLX_ATTN_MASK_API rlx_status rlx_fill_bucket_decode_mask(
+    float* out, size_t out_len, size_t past_seq, size_t upper, size_t window);
+
+/* ------------------------------------------------------------------------ */
+/* SIMD targets (rlx/targets.h)                                             */
+/*
+ * Names are Highway's: "AVX3_DL", "AVX3", "AVX2", "SSE4", "SCALAR"/"EMU128"
+ * on x86; "SVE2_128", "SVE_256", "SVE2", "SVE", "NEON" on Arm. */
+
+/* The targets compiled into this library, best first, as one comma-separated
+ * string without spaces (e.g. "AVX3_DL,AVX3,AVX2,SSE4,SCALAR"). Static
+ * storage: valid for the life of the process, never free it. NULL only if
+ * building the string failed (out of memory; see rlx_last_error). */
+RLX_ATTN_MASK_API const char* rlx_compiled_targets(void);
+
+/* The compiled targets this CPU can run, best first, in the same form.
+ * Never empty: the portable fallback runs everywhere. */
+RLX_ATTN_MASK_API const char* rlx_supported_targets(void);
+
+/* The target the next kernel call dispatches to (static storage, never
+ * free it). The first call chooses it: RLX_ATTN_TARGET from the environment
+ * if set and non-empty, else the best supported target. Returns NULL, with an
+ * error for rlx_last_error, if RLX_ATTN_TARGET names a target that is unknown
+ * or not supported here. */
+RLX_ATTN_MASK_API const char* rlx_active_target(void);
+
+/* Makes every later kernel call use the target `name`; NULL or "" returns to
+ * the automatic choice (the best supported target). An unknown or
+ * unsupported name is RLX_INVALID_ARGUMENT, with a message that lists the
+ * supported targets; the active target is unchanged then. */
+RLX_ATTN_MASK_API rlx_status rlx_force_target(const char* name);
+
+/* ------------------------------------------------------------------------ */
+/* Score kernels (rlx/scores.h, rlx/score_kernels.h)                        */
+/*
+ * Scores are a 4-D tensor [batch, heads, q_len, k_len] of f32, bf16 or f16,
+ * keys contiguous within a row, rows, heads and batches at element strides.
+ * Query row q of batch b sits at absolute position
+ *   abs_q = query_offset(b) + q,   query_offset(b) = k_len - q_len
+ * by default (decode: q_len = 1), or mask->query_offsets[b] when given. */
+
+typedef enum {
+  RLX_SCORE_F32 = 0,
+  RLX_SCORE_BF16 = 1, /* uint16_t bits of a bfloat16 */
+  RLX_SCORE_F16 = 2   /* uint16_t bits of an IEEE binary16 */
+} rlx_score_type;
+
+/* Tensor extents; in a dense mask an extent of 1 broadcasts. */
+typedef struct {
+  size_t batch, heads, q_len, k_len;
+} rlx_shape4;
+
+/* Element strides of a 4-D tensor whose key stride is 1. */
+typedef struct {
+  size_t batch, head, row;
+} rlx_strides3;
+
+/* A mutable view of scores. Requires data != NULL, every extent >= 1 and
+ * strides.row >= k_len; rows must not overlap. `data` needs no alignment
+ * beyond its element type's. */
+typedef struct {
+  void* data;
+  rlx_score_type type;
+  rlx_shape4 shape;
+  rlx_strides3 strides;
+} rlx_score_view;
+
+typedef enum {
+  RLX_MASK_NONE = 0,           /* every key kept */
+  RLX_MASK_CAUSAL = 1,         /* keep k <= abs_q */
+  RLX_MASK_SLIDING_WINDOW = 2, /* keep abs_q - window <= k <= abs_q */
+  RLX_MASK_DECODE = 3,         /* keep [lo, past) and {upper} (the seed) */
+  RLX_MASK_KEEP_F32 = 4,       /* dense float keep mask: kept iff m >= 0.5f */
+  RLX_MASK_KEEP_U8 = 5,        /* dense uint8_t keep mask: kept iff m != 0 */
+  RLX_MASK_BIAS = 6            /* dense additive float bias (-inf masks) */
+} rlx_mask_kind;
+
+/* How scores are masked. A zero-initialised rlx_mask_spec is "no mask".
+ * Structured kinds (CAUSAL, SLIDING_WINDOW, DECODE) are computed per row as
+ * at most two kept key intervals, never materialised. Dense kinds read
+ * `data` with extents `shape` (each the scores' extent or 1 = broadcast,
+ * k_len always the scores') at element strides `strides`; the RLX executor
+ * passes keep masks as [batch, 1, 1, k_len].
+ *
+ * SLIDING_WINDOW(w) keeps the w keys before the query and the query itself
+ * (w + 1 keys): RLX's convention; window 0 means no window (causal).
+ * llama.cpp, gemma.cpp and ONNX Runtime count the query in their window W:
+ * pass w = W - 1 for theirs. DECODE requires past <= upper and
+ * k_len == upper + 1. */
+typedef struct {
+  rlx_mask_kind kind;
+  size_t window;      /* SLIDING_WINDOW, DECODE */
+  size_t past, upper; /* DECODE */
+  const void* data;   /* dense kinds: float (KEEP_F32, BIAS) or uint8_t */
+  rlx_shape4 shape;   /* dense kinds */
+  rlx_strides3 strides;
+  /* Optional per-batch absolute position of query row 0 (shape.batch
+   * entries of the scores); NULL means k_len - q_len for every batch. Used
+   * by CAUSAL and SLIDING_WINDOW; may be negative. */
+  const int64_t* query_offsets;
+} rlx_mask_spec;
+
+/* Softmax options. Pass NULL for the defaults (scale 1, no softcap); note
+ * that a zero-initialised struct has scale 0, which zeroes every score. */
+typedef struct {
+  float scale;   /* multiplies every score first */
+  float softcap; /* c > 0: x -> c * tanh(x / c) after scale, before masking */
+} rlx_softmax_options;
+
+/* Flattened rows [begin, end) over batch * heads * q_len, row r being
+ * (b, h, q) with r = (b * heads + h) * q_len + q. Pass NULL for all rows. */
+typedef struct {
+  size_t begin, end;
+} rlx_row_range;
+
+/* A half-open interval of key indices. */
+typedef struct {
+  size_t begin, end;
+} rlx_key_interval;
+
+/* The keys one row may attend to: intervals[0 .. count), sorted, disjoint,
+ * non-empty; count 0 means the row is fully masked. */
+typedef struct {
+  rlx_key_interval intervals[2];
+  size_t count;
+} rlx_kept_intervals;
+
+/* The contiguous strides of `shape` (rows of k_len, heads of q_len rows,
+ * batches of `heads` heads). */
+static inline rlx_strides3 rlx_contiguous_strides(rlx_shape4 shape) {
+  rlx_strides3 s;
+  s.batch = shape.heads * shape.q_len * shape.k_len;
+  s.head = shape.q_len * shape.k_len;
+  s.row = shape.k_len;
+  return s;
+}
+
+/* Writes to *out the keys row (batch_index, q) of a tensor with q_len query
+ * rows and k_len keys may attend to under *mask (the whole row [0, k_len)
+ * for NONE and the dense kinds, which decide per element). Executors use it
+ * to skip the masked part of P x V. Requires mask and out non-NULL,
+ * q < q_len, k_len >= 1 and a valid mask for that k_len. */
+RLX_ATTN_MASK_API rlx_status rlx_kept_keys(const rlx_mask_spec* mask,
+                                           size_t batch_index, size_t q,
+                                           size_t q_len, size_t k_len,
+                                           rlx_kept_intervals* out);
+
+/* Sets every masked score of rows `rows` (NULL: all) to `fill` (-INFINITY
+ * from <math.h> is the usual choice; -1e9f reproduces the RLX CPU executor).
+ * Kept scores are left untouched, bit for bit. A BIAS mask is added to every
+ * score instead. bf16/f16 views store `fill` rounded to their type. */
+RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
+                                            const rlx_mask_spec* mask,
+                                            const rlx_row_range* rows,
+                                            float fill);
+
+/* In place, per row of `rows` (NULL: all):
+ *   p = softmax(mask(softcap(scale * s))),
+ * computed in f32 for every row type. Masked positions come out exactly 0; a
+ * row with no kept key comes out all zeros, never NaN; a kept row sums to 1
+ * within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's and
+ * gives a NaN row, as plain softmax would. `options` NULL: the defaults. */
+RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
+    const rlx_score_view* scores, const rlx_mask_spec* mask,
+    const rlx_softmax_options* options, const rlx_row_range* rows);
+
+/* The same from `in` into `out` (same shape and type; may alias exactly).
+ * Rows outside `rows` of `out` are not written. */
+RLX_ATTN_MASK_API rlx_status rlx_masked_softmax_into(
+    const rlx_score_view* in, const rlx_score_view* out,
+    const rlx_mask_spec* mask, const rlx_softmax_options* options,
+    const rlx_row_range* rows);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* RLX_RLX_ATTN_MASK_H_ */

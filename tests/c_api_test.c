@@ -1,0 +1,982 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* The C API, compiled as C99: every function, on success and on every error
+ * it documents. Each rejected call must return its status, write nothing
+ * (outputs hold sentinels before the call and are compared after it) and
+ * leave a message in rlx_last_error() that starts with the C function's
+ * name.
+ *
+ * Run without arguments for the whole suite. `c_api_test env-target` is the
+ * second ctest entry: it runs with RLX_ATTN_TARGET set to an unknown name
+ * and checks that the first target query reports it. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlx/rlx_attn_mask.h"
+
+/* AddressSanitizer's operator new reports an impossible allocation and
+ * aborts instead of throwing std::bad_alloc, so the test that needs the
+ * throw runs only without it. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RLX_TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RLX_TEST_UNDER_ASAN 1
+#endif
+#endif
+#ifndef RLX_TEST_UNDER_ASAN
+#define RLX_TEST_UNDER_ASAN 0
+#endif
+
+static int g_failures = 0;
+static int g_checks = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    ++g_checks;                                                                \
+    if (!(cond)) {                                                             \
+      ++g_failures;                                                            \
+      fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
+    }                                                                          \
+  } while (0)
+
+/* The call failed with `want` and a message that names `function`. */
+static void ExpectError(rlx_status got, rlx_status want, const char* function,
+                        int line) {
+  const char* message = rlx_last_error();
+  const size_t n = strlen(function);
+  ++g_checks;
+  if (got != want || message == NULL || strncmp(message, function, n) != 0 ||
+      strncmp(message + n, ": ", 2) != 0) {
+    ++g_failures;
+    fprintf(stderr,
+            "%s:%d: want status %d with a message naming %s, got status %d, "
+            "message \"%s\"\n",
+            __FILE__, line, (int)want, function, (int)got,
+            message ? message : "(null)");
+  }
+}
+#define EXPECT_ERROR(call, want, function) \
+  ExpectError((call), (want), (function), __LINE__)
+
+/* For functions without a status: the last message names `function` and
+ * is new (the message is cleared to a marker before the call by failing a
+ * different function first). */
+static void ResetLastError(void) {
+  (void)rlx_force_target("no-such-target-marker");
+  CHECK(strstr(rlx_last_error(), "no-such-target-marker") != NULL);
+}
+static void ExpectMessageNames(const char* function, int line) {
+  const char* message = rlx_last_error();
+  const size_t n = strlen(function);
+  ++g_checks;
+  if (strncmp(message, function, n) != 0 ||
+      strncmp(message + n, ": ", 2) != 0) {
+    ++g_failures;
+    fprintf(stderr, "%s:%d: want a message naming %s, got \"%s\"\n", __FILE__,
+            line, function, message);
+  }
+}
+#define EXPECT_MESSAGE_NAMES(function) ExpectMessageNames((function), __LINE__)
+
+static int BitsEqual(const void* a, const void* b, size_t bytes) {
+  return memcmp(a, b, bytes) == 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Ladders                                                                  */
+
+/* The ladder's extents (end - 1 of each bucket) equal want[0 .. n). */
+static int HasExtents(const rlx_ladder* ladder, const uint64_t* want,
+                      size_t n) {
+  size_t i;
+  if (rlx_ladder_size(ladder) != n) return 0;
+  for (i = 0; i < n; ++i) {
+    uint64_t start = 0, end = 0;
+    rlx_ladder_bucket(ladder, i, &start, &end);
+    if (end - 1 != want[i]) return 0;
+    if (start != (i == 0 ? 1 : want[i - 1] + 1)) return 0;
+  }
+  return 1;
+}
+
+static void TestPowerOfTwo(void) {
+  static const uint64_t k8to256[] = {8, 16, 32, 64, 128, 256};
+  static const uint64_t k1to1[] = {1};
+  static const uint64_t k10to64[] = {16, 32, 64};
+  static const uint64_t k8to20[] = {8, 16, 32};
+  rlx_ladder* ladder = NULL;
+  rlx_ladder* const sentinel = (rlx_ladder*)&g_checks;
+  rlx_ladder* untouched = sentinel;
+
+  CHECK(rlx_ladder_power_of_two(8, 256, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k8to256, 6));
+  rlx_ladder_free(ladder);
+  CHECK(rlx_ladder_power_of_two(1, 1, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k1to1, 1));
+  rlx_ladder_free(ladder);
+  CHECK(rlx_ladder_power_of_two(10, 64, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k10to64, 3));
+  rlx_ladder_free(ladder);
+  CHECK(rlx_ladder_power_of_two(8, 20, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k8to20, 3));
+  rlx_ladder_free(ladder);
+
+  EXPECT_ERROR(rlx_ladder_power_of_two(0, 8, &untouched), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_power_of_two");
+  CHECK(strstr(rlx_last_error(), "min=0") != NULL);
+  EXPECT_ERROR(rlx_ladder_power_of_two(9, 8, &untouched), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_power_of_two");
+  CHECK(strstr(rlx_last_error(), "max=8") != NULL);
+  /* Doubling past 2^63 would wrap: an error, not a wrapped ladder. */
+  EXPECT_ERROR(rlx_ladder_power_of_two(1, UINT64_MAX, &untouched),
+               RLX_INVALID_ARGUMENT, "rlx_ladder_power_of_two");
+  EXPECT_ERROR(
+      rlx_ladder_power_of_two(((uint64_t)1 << 63) + 1, UINT64_MAX, &untouched),
+      RLX_INVALID_ARGUMENT, "rlx_ladder_power_of_two");
+  EXPECT_ERROR(rlx_ladder_power_of_two(1, 8, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_power_of_two");
+  CHECK(strstr(rlx_last_error(), "out") != NULL);
+  CHECK(untouched == sentinel);
+}
+
+static void TestGeometric(void) {
+  static const uint64_t k512by3[] = {8, 64, 512};
+  static const uint64_t k512by1[] = {512};
+  static const uint64_t k4096by5[] = {6, 28, 148, 777, 4096};
+  rlx_ladder* ladder = NULL;
+  rlx_ladder* const sentinel = (rlx_ladder*)&g_checks;
+  rlx_ladder* untouched = sentinel;
+
+  CHECK(rlx_ladder_geometric(512, 3, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k512by3, 3));
+  rlx_ladder_free(ladder);
+  CHECK(rlx_ladder_geometric(512, 1, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k512by1, 1));
+  rlx_ladder_free(ladder);
+  CHECK(rlx_ladder_geometric(4096, 5, &ladder) == RLX_OK);
+  CHECK(HasExtents(ladder, k4096by5, 5));
+  rlx_ladder_free(ladder);
+
+  EXPECT_ERROR(rlx_ladder_geometric(0, 3, &untouched), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_geometric");
+  CHECK(strstr(rlx_last_error(), "max=0") != NULL);
+  EXPECT_ERROR(rlx_ladder_geometric(512, 0, &untouched), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_geometric");
+  CHECK(strstr(rlx_last_error(), "count=0") != NULL);
+  EXPECT_ERROR(rlx_ladder_geometric(UINT64_MAX, 2, &untouched),
+               RLX_INVALID_ARGUMENT, "rlx_ladder_geometric");
+  EXPECT_ERROR(rlx_ladder_geometric(512, 3, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_geometric");
+  CHECK(untouched == sentinel);
+}
+
+static void TestCustomLadderAndRouting(void) {
+  /* [1,5) [5,9) gap [20,30). */
+  static const uint64_t starts[] = {1, 5, 20};
+  static const uint64_t ends[] = {5, 9, 30};
+  rlx_ladder* ladder = NULL;
+  rlx_ladder* const sentinel = (rlx_ladder*)&g_checks;
+  rlx_ladder* untouched = sentinel;
+  size_t index = 77;
+  uint64_t start = 123, end = 456;
+
+  CHECK(rlx_ladder_custom(starts, ends, 3, &ladder) == RLX_OK);
+  CHECK(rlx_ladder_size(ladder) == 3);
+  rlx_ladder_bucket(ladder, 2, &start, &end);
+  CHECK(start == 20 && end == 30);
+
+  CHECK(rlx_ladder_bucket_for(ladder, 1, &index) == 1 && index == 0);
+  CHECK(rlx_ladder_bucket_for(ladder, 4, &index) == 1 && index == 0);
+  CHECK(rlx_ladder_bucket_for(ladder, 5, &index) == 1 && index == 1);
+  CHECK(rlx_ladder_bucket_for(ladder, 29, &index) == 1 && index == 2);
+  /* Keys in the gap, below the first and past the last bucket route
+   * nowhere, and the index is left alone. */
+  index = 77;
+  CHECK(rlx_ladder_bucket_for(ladder, 0, &index) == 0 && index == 77);
+  CHECK(rlx_ladder_bucket_for(ladder, 9, &index) == 0 && index == 77);
+  CHECK(rlx_ladder_bucket_for(ladder, 19, &index) == 0 && index == 77);
+  CHECK(rlx_ladder_bucket_for(ladder, 30, &index) == 0 && index == 77);
+  CHECK(rlx_ladder_bucket_for(ladder, UINT64_MAX, &index) == 0 && index == 77);
+
+  /* Routing errors: -1, nothing written, a message. */
+  CHECK(rlx_ladder_bucket_for(NULL, 3, &index) == -1 && index == 77);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket_for");
+  CHECK(strstr(rlx_last_error(), "ladder") != NULL);
+  ResetLastError();
+  CHECK(rlx_ladder_bucket_for(ladder, 3, NULL) == -1);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket_for");
+  CHECK(strstr(rlx_last_error(), "index") != NULL);
+
+  /* rlx_ladder_bucket errors: nothing written, a message. */
+  start = 123;
+  end = 456;
+  ResetLastError();
+  rlx_ladder_bucket(ladder, 3, &start, &end);
+  CHECK(start == 123 && end == 456);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
+  CHECK(strstr(rlx_last_error(), "3") != NULL);
+  ResetLastError();
+  rlx_ladder_bucket(NULL, 0, &start, &end);
+  CHECK(start == 123 && end == 456);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
+  ResetLastError();
+  rlx_ladder_bucket(ladder, 0, NULL, &end);
+  CHECK(end == 456);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
+  ResetLastError();
+  rlx_ladder_bucket(ladder, 0, &start, NULL);
+  CHECK(start == 123);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
+
+  /* rlx_ladder_size(NULL): 0 and a message. */
+  ResetLastError();
+  CHECK(rlx_ladder_size(NULL) == 0);
+  EXPECT_MESSAGE_NAMES("rlx_ladder_size");
+
+  rlx_ladder_free(ladder);
+  rlx_ladder_free(NULL); /* a no-op */
+
+  /* rlx_ladder_custom errors. */
+  {
+    static const uint64_t empty_starts[] = {1, 5};
+    static const uint64_t empty_ends[] = {5, 5};
+    static const uint64_t overlap_starts[] = {1, 4};
+    static const uint64_t overlap_ends[] = {5, 9};
+    static const uint64_t unsorted_starts[] = {10, 1};
+    static const uint64_t unsorted_ends[] = {20, 5};
+    EXPECT_ERROR(rlx_ladder_custom(starts, ends, 0, &untouched),
+                 RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    EXPECT_ERROR(rlx_ladder_custom(NULL, ends, 3, &untouched),
+                 RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    EXPECT_ERROR(rlx_ladder_custom(starts, NULL, 3, &untouched),
+                 RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    EXPECT_ERROR(rlx_ladder_custom(starts, ends, 3, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_ladder_custom");
+    EXPECT_ERROR(rlx_ladder_custom(empty_starts, empty_ends, 2, &untouched),
+                 RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    CHECK(strstr(rlx_last_error(), "bucket 1 [5, 5)") != NULL);
+    EXPECT_ERROR(rlx_ladder_custom(overlap_starts, overlap_ends, 2, &untouched),
+                 RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    CHECK(strstr(rlx_last_error(), "bucket 1 [4, 9)") != NULL);
+    EXPECT_ERROR(
+        rlx_ladder_custom(unsorted_starts, unsorted_ends, 2, &untouched),
+        RLX_INVALID_ARGUMENT, "rlx_ladder_custom");
+    /* A bucket count no memory can hold fails before any bucket is read:
+     * one past what a vector can ever hold (length_error), one it could in
+     * principle but the allocator cannot (bad_alloc). */
+    EXPECT_ERROR(rlx_ladder_custom(starts, ends, SIZE_MAX / 2, &untouched),
+                 RLX_OUT_OF_MEMORY, "rlx_ladder_custom");
+    if (!RLX_TEST_UNDER_ASAN) {
+      EXPECT_ERROR(rlx_ladder_custom(starts, ends, SIZE_MAX / 64, &untouched),
+                   RLX_OUT_OF_MEMORY, "rlx_ladder_custom");
+    }
+  }
+  CHECK(untouched == sentinel);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decode masks                                                             */
+
+/* mask[0 .. n) is 1.0f exactly at [lo, past) and at upper, 0.0f elsewhere. */
+static int IsDecodeMask(const float* mask, size_t n, size_t lo, size_t past,
+                        size_t upper) {
+  size_t i;
+  if (n != upper + 1) return 0;
+  for (i = 0; i < n; ++i) {
+    const float want = ((i >= lo && i < past) || i == upper) ? 1.0f : 0.0f;
+    if (mask[i] != want) return 0;
+  }
+  return 1;
+}
+
+static void TestFillDecodeMask(void) {
+  float mask[32];
+  float before[32];
+  size_t i;
+
+  /* The seed's cases. */
+  CHECK(rlx_fill_bucket_decode_mask(mask, 8, 3, 7, 0) == RLX_OK);
+  CHECK(IsDecodeMask(mask, 8, 0, 3, 7));
+  CHECK(rlx_fill_bucket_decode_mask(mask, 5, 4, 4, 0) == RLX_OK);
+  CHECK(IsDecodeMask(mask, 5, 0, 4, 4));
+  CHECK(rlx_fill_bucket_decode_mask(mask, 4, 0, 3, 0) == RLX_OK);
+  CHECK(IsDecodeMask(mask, 4, 0, 0, 3));
+  {
+    static const float want[] = {0, 0, 0, 1, 1, 0, 1};
+    CHECK(rlx_fill_bucket_decode_mask(mask, 7, 5, 6, 2) == RLX_OK);
+    CHECK(memcmp(mask, want, sizeof(want)) == 0);
+  }
+  /* A window at least as wide as the past is the causal mask. */
+  CHECK(rlx_fill_bucket_decode_mask(mask, 9, 5, 8, 100) == RLX_OK);
+  CHECK(IsDecodeMask(mask, 9, 0, 5, 8));
+  /* Unaligned output. */
+  CHECK(rlx_fill_bucket_decode_mask(mask + 1, 20, 10, 19, 4) == RLX_OK);
+  CHECK(IsDecodeMask(mask + 1, 20, 6, 10, 19));
+
+  for (i = 0; i < 32; ++i) mask[i] = NAN;
+  memcpy(before, mask, sizeof(mask));
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(NULL, 8, 3, 7, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  CHECK(strstr(rlx_last_error(), "out") != NULL);
+  /* past > upper is an error, not an all-ones mask. */
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 8, 8, 7, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  CHECK(strstr(rlx_last_error(), "past_seq 8") != NULL);
+  CHECK(strstr(rlx_last_error(), "upper 7") != NULL);
+  /* out_len must be upper + 1, neither more nor less. */
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 7, 3, 7, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  CHECK(strstr(rlx_last_error(), "7") != NULL);
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 9, 3, 7, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 0, 0, 0, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  /* upper + 1 would overflow. */
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 0, 0, SIZE_MAX, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  CHECK(BitsEqual(mask, before, sizeof(mask)));
+}
+
+/* The seed's every_bucket_of_every_ladder_masks_its_padding, through C: for
+ * any past a ladder routes to a bucket, that bucket's mask attends to
+ * exactly the past keys and the new token. */
+static void TestEveryBucketOfEveryLadderMasksItsPadding(void) {
+  rlx_ladder* ladders[5] = {NULL, NULL, NULL, NULL, NULL};
+  size_t l;
+  float* mask = NULL;
+  CHECK(rlx_ladder_power_of_two(1, 512, &ladders[0]) == RLX_OK);
+  CHECK(rlx_ladder_power_of_two(1, 1, &ladders[1]) == RLX_OK);
+  CHECK(rlx_ladder_geometric(512, 3, &ladders[2]) == RLX_OK);
+  CHECK(rlx_ladder_geometric(512, 1, &ladders[3]) == RLX_OK);
+  CHECK(rlx_ladder_geometric(4096, 5, &ladders[4]) == RLX_OK);
+  mask = (float*)malloc(sizeof(float) * 4097);
+  CHECK(mask != NULL);
+  for (l = 0; l < 5 && mask != NULL; ++l) {
+    uint64_t first = 0, max = 0;
+    uint64_t past;
+    int ok = 1;
+    rlx_ladder_bucket(ladders[l], rlx_ladder_size(ladders[l]) - 1, &first,
+                      &max);
+    max -= 1;
+    for (past = 0; past <= max && ok; ++past) {
+      size_t index = 0;
+      uint64_t start = 0, end = 0;
+      size_t upper;
+      /* The cache keys on the length being run, at least 1. */
+      if (rlx_ladder_bucket_for(ladders[l], past > 0 ? past : 1, &index) != 1) {
+        ok = 0;
+        break;
+      }
+      rlx_ladder_bucket(ladders[l], index, &start, &end);
+      upper = (size_t)(end - 1);
+      ok = past <= upper &&
+           rlx_fill_bucket_decode_mask(mask, upper + 1, (size_t)past, upper,
+                                       0) == RLX_OK &&
+           IsDecodeMask(mask, upper + 1, 0, (size_t)past, upper);
+    }
+    CHECK(ok);
+    if (!ok)
+      fprintf(stderr, "  ladder %zu failed at past %llu\n", l,
+              (unsigned long long)past);
+  }
+  free(mask);
+  for (l = 0; l < 5; ++l) rlx_ladder_free(ladders[l]);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Targets                                                                  */
+
+/* `name` is one of the comma-separated names of `list`. */
+static int ListHas(const char* list, const char* name) {
+  const size_t n = strlen(name);
+  const char* p = list;
+  while (p != NULL && *p != '\0') {
+    const char* comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    if (len == n && strncmp(p, name, n) == 0) return 1;
+    p = comma ? comma + 1 : NULL;
+  }
+  return 0;
+}
+
+static void TestTargets(void) {
+  const char* compiled = rlx_compiled_targets();
+  const char* supported = rlx_supported_targets();
+  const char* active;
+  char name[64];
+  const char* p;
+  char first[64] = "";
+
+  CHECK(compiled != NULL && compiled[0] != '\0');
+  CHECK(supported != NULL && supported[0] != '\0');
+  if (compiled == NULL || supported == NULL) return;
+  CHECK(strchr(compiled, ' ') == NULL);
+  /* The same storage every call. */
+  CHECK(rlx_compiled_targets() == compiled);
+  CHECK(rlx_supported_targets() == supported);
+
+  active = rlx_active_target();
+  CHECK(active != NULL && ListHas(supported, active));
+
+  /* Every supported target can be forced, and is compiled. */
+  for (p = supported; p != NULL && *p != '\0';) {
+    const char* comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    CHECK(len < sizeof(name));
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (first[0] == '\0') memcpy(first, name, len + 1);
+    CHECK(ListHas(compiled, name));
+    CHECK(rlx_force_target(name) == RLX_OK);
+    active = rlx_active_target();
+    CHECK(active != NULL && strcmp(active, name) == 0);
+    p = comma ? comma + 1 : NULL;
+  }
+
+  /* NULL and "" return to the automatic choice: the best supported. */
+  CHECK(rlx_force_target(NULL) == RLX_OK);
+  active = rlx_active_target();
+  CHECK(active != NULL && strcmp(active, first) == 0);
+  CHECK(rlx_force_target(first) == RLX_OK);
+  CHECK(rlx_force_target("") == RLX_OK);
+  CHECK(strcmp(rlx_active_target(), first) == 0);
+
+  /* An unknown name: invalid, listing the supported targets, and the active
+   * target unchanged. */
+  EXPECT_ERROR(rlx_force_target("AVX9000"), RLX_INVALID_ARGUMENT,
+               "rlx_force_target");
+  CHECK(strstr(rlx_last_error(), "AVX9000") != NULL);
+  CHECK(strstr(rlx_last_error(), first) != NULL);
+  CHECK(strcmp(rlx_active_target(), first) == 0);
+  /* Compiled but not runnable here, where there is such a target. */
+  for (p = compiled; p != NULL && *p != '\0';) {
+    const char* comma = strchr(p, ',');
+    const size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    memcpy(name, p, len);
+    name[len] = '\0';
+    if (!ListHas(supported, name)) {
+      EXPECT_ERROR(rlx_force_target(name), RLX_INVALID_ARGUMENT,
+                   "rlx_force_target");
+      CHECK(strstr(rlx_last_error(), "not supported") != NULL);
+      CHECK(strcmp(rlx_active_target(), first) == 0);
+    }
+    p = comma ? comma + 1 : NULL;
+  }
+}
+
+/* Run with RLX_ATTN_TARGET=NOT_A_TARGET: the first query fails cleanly. */
+static int RunEnvTarget(void) {
+  const char* active = rlx_active_target();
+  float mask[4];
+  CHECK(active == NULL);
+  EXPECT_MESSAGE_NAMES("rlx_active_target");
+  CHECK(strstr(rlx_last_error(), "RLX_ATTN_TARGET") != NULL);
+  CHECK(strstr(rlx_last_error(), "NOT_A_TARGET") != NULL);
+  /* A kernel call reports it as its own error, writing nothing. */
+  mask[0] = mask[1] = mask[2] = mask[3] = 7.0f;
+  EXPECT_ERROR(rlx_fill_bucket_decode_mask(mask, 4, 1, 3, 0),
+               RLX_INVALID_ARGUMENT, "rlx_fill_bucket_decode_mask");
+  CHECK(mask[0] == 7.0f && mask[3] == 7.0f);
+  /* Forcing a target repairs it. */
+  CHECK(rlx_force_target("") == RLX_OK);
+  CHECK(rlx_active_target() != NULL);
+  CHECK(rlx_fill_bucket_decode_mask(mask, 4, 1, 3, 0) == RLX_OK);
+  CHECK(IsDecodeMask(mask, 4, 0, 1, 3));
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Score kernels                                                            */
+
+static rlx_score_view F32View(float* data, size_t batch, size_t heads,
+                              size_t q_len, size_t k_len) {
+  rlx_score_view v;
+  memset(&v, 0, sizeof(v));
+  v.data = data;
+  v.type = RLX_SCORE_F32;
+  v.shape.batch = batch;
+  v.shape.heads = heads;
+  v.shape.q_len = q_len;
+  v.shape.k_len = k_len;
+  v.strides = rlx_contiguous_strides(v.shape);
+  return v;
+}
+
+static rlx_mask_spec Mask(rlx_mask_kind kind) {
+  rlx_mask_spec m;
+  memset(&m, 0, sizeof(m));
+  m.kind = kind;
+  return m;
+}
+
+static rlx_mask_spec DecodeMask(size_t past, size_t upper, size_t window) {
+  rlx_mask_spec m = Mask(RLX_MASK_DECODE);
+  m.past = past;
+  m.upper = upper;
+  m.window = window;
+  return m;
+}
+
+static rlx_mask_spec DenseMask(rlx_mask_kind kind, const void* data,
+                               size_t batch, size_t heads, size_t q_len,
+                               size_t k_len) {
+  rlx_mask_spec m = Mask(kind);
+  m.data = data;
+  m.shape.batch = batch;
+  m.shape.heads = heads;
+  m.shape.q_len = q_len;
+  m.shape.k_len = k_len;
+  m.strides = rlx_contiguous_strides(m.shape);
+  return m;
+}
+
+static int KeptIs(const rlx_kept_intervals* k, size_t count, size_t b0,
+                  size_t e0, size_t b1, size_t e1) {
+  if (k->count != count) return 0;
+  if (count >= 1 && (k->intervals[0].begin != b0 || k->intervals[0].end != e0))
+    return 0;
+  if (count >= 2 && (k->intervals[1].begin != b1 || k->intervals[1].end != e1))
+    return 0;
+  return 1;
+}
+
+static void TestKeptKeys(void) {
+  rlx_kept_intervals kept;
+  rlx_kept_intervals before;
+  rlx_mask_spec m;
+  const int64_t offsets[2] = {-3, 2};
+
+  m = DecodeMask(3, 7, 0);
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 8, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 2, 0, 3, 7, 8));
+  m = DecodeMask(5, 6, 2);
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 7, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 2, 3, 5, 6, 7));
+  /* Full bucket: the past and the new token are one interval or two
+   * adjacent ones; either way the keys are [0, 5). */
+  m = DecodeMask(4, 4, 0);
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 5, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 0, 5, 0, 0) || KeptIs(&kept, 2, 0, 4, 4, 5));
+  m = DecodeMask(0, 3, 0);
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 4, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 3, 4, 0, 0));
+
+  /* Causal over 4 queries and 6 keys: query q sits at 2 + q. */
+  m = Mask(RLX_MASK_CAUSAL);
+  CHECK(rlx_kept_keys(&m, 0, 1, 4, 6, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 0, 4, 0, 0));
+  m = Mask(RLX_MASK_SLIDING_WINDOW);
+  m.window = 1;
+  CHECK(rlx_kept_keys(&m, 0, 1, 4, 6, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 2, 4, 0, 0));
+  /* Explicit query offsets: batch 0 starts before key 0. */
+  m = Mask(RLX_MASK_CAUSAL);
+  m.query_offsets = offsets;
+  CHECK(rlx_kept_keys(&m, 0, 0, 4, 6, &kept) == RLX_OK);
+  CHECK(kept.count == 0);
+  CHECK(rlx_kept_keys(&m, 1, 0, 4, 6, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 0, 3, 0, 0));
+  /* None and dense kinds: the whole row. */
+  m = Mask(RLX_MASK_NONE);
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 9, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 0, 9, 0, 0));
+  {
+    static const float keep[9] = {1, 0, 1, 0, 1, 0, 1, 0, 1};
+    static const uint8_t keep_per_batch[2 * 9] = {0};
+    m = DenseMask(RLX_MASK_KEEP_F32, keep, 1, 1, 1, 9);
+    CHECK(rlx_kept_keys(&m, 0, 0, 1, 9, &kept) == RLX_OK);
+    CHECK(KeptIs(&kept, 1, 0, 9, 0, 0));
+    /* RLX's [batch, k_len] keep mask, asked about its last batch. (Its
+     * first batch is rejected by rlx::kept_keys today: reported.) */
+    m = DenseMask(RLX_MASK_KEEP_U8, keep_per_batch, 2, 1, 1, 9);
+    CHECK(rlx_kept_keys(&m, 1, 0, 1, 9, &kept) == RLX_OK);
+    CHECK(KeptIs(&kept, 1, 0, 9, 0, 0));
+  }
+
+  /* Errors leave *out alone. */
+  memset(&kept, 0xAB, sizeof(kept));
+  memcpy(&before, &kept, sizeof(kept));
+  m = DecodeMask(3, 7, 0);
+  EXPECT_ERROR(rlx_kept_keys(NULL, 0, 0, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  CHECK(strstr(rlx_last_error(), "mask") != NULL);
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 8, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 1, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  /* Decode: k_len must be upper + 1, past <= upper. */
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 9, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  m = DecodeMask(8, 7, 0);
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  m = Mask(RLX_MASK_CAUSAL);
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 0, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  m = Mask((rlx_mask_kind)99);
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  CHECK(strstr(rlx_last_error(), "99") != NULL);
+  CHECK(BitsEqual(&kept, &before, sizeof(kept)));
+}
+
+static void TestApplyMask(void) {
+  /* 2 heads x 1 query x 8 keys, decode past 3 in bucket 7. */
+  float s[16];
+  float before[16];
+  size_t i;
+  rlx_score_view v = F32View(s, 1, 2, 1, 8);
+  rlx_mask_spec m = DecodeMask(3, 7, 0);
+  rlx_row_range rows;
+
+  for (i = 0; i < 16; ++i) s[i] = (float)i + 0.5f;
+  CHECK(rlx_apply_mask(&v, &m, NULL, -INFINITY) == RLX_OK);
+  for (i = 0; i < 16; ++i) {
+    const size_t k = i % 8;
+    if (k < 3 || k == 7) {
+      CHECK(s[i] == (float)i + 0.5f);
+    } else {
+      CHECK(isinf(s[i]) && s[i] < 0);
+    }
+  }
+  /* A row range: only row 1, with the RLX executor's fill. */
+  for (i = 0; i < 16; ++i) s[i] = 1.0f;
+  rows.begin = 1;
+  rows.end = 2;
+  CHECK(rlx_apply_mask(&v, &m, &rows, -1e9f) == RLX_OK);
+  for (i = 0; i < 8; ++i) CHECK(s[i] == 1.0f);
+  for (i = 8; i < 16; ++i) {
+    const size_t k = i % 8;
+    CHECK(s[i] == ((k < 3 || k == 7) ? 1.0f : -1e9f));
+  }
+
+  /* Dense keep masks broadcast over heads, u8 and f32; a bias is added. */
+  {
+    static const float keep_f32[8] = {1, 0, 0.5f, 0.49f, 1, 1, 0, 1};
+    static const uint8_t keep_u8[8] = {1, 0, 2, 0, 1, 1, 0, 255};
+    static const float bias[8] = {0, -1, 0, -INFINITY, 0, 0, 2, 0};
+    rlx_mask_spec keep = DenseMask(RLX_MASK_KEEP_F32, keep_f32, 1, 1, 1, 8);
+    for (i = 0; i < 16; ++i) s[i] = 3.0f;
+    CHECK(rlx_apply_mask(&v, &keep, NULL, -2.0f) == RLX_OK);
+    for (i = 0; i < 16; ++i) {
+      CHECK(s[i] == (keep_f32[i % 8] >= 0.5f ? 3.0f : -2.0f));
+    }
+    keep = DenseMask(RLX_MASK_KEEP_U8, keep_u8, 1, 1, 1, 8);
+    for (i = 0; i < 16; ++i) s[i] = 3.0f;
+    CHECK(rlx_apply_mask(&v, &keep, NULL, -2.0f) == RLX_OK);
+    for (i = 0; i < 16; ++i) CHECK(s[i] == (keep_u8[i % 8] ? 3.0f : -2.0f));
+    keep = DenseMask(RLX_MASK_BIAS, bias, 1, 1, 1, 8);
+    for (i = 0; i < 16; ++i) s[i] = 3.0f;
+    CHECK(rlx_apply_mask(&v, &keep, NULL, -2.0f) == RLX_OK);
+    for (i = 0; i < 16; ++i) CHECK(s[i] == 3.0f + bias[i % 8]);
+  }
+
+  /* Errors write nothing. */
+  for (i = 0; i < 16; ++i) s[i] = (float)i;
+  memcpy(before, s, sizeof(s));
+  EXPECT_ERROR(rlx_apply_mask(NULL, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+               "rlx_apply_mask");
+  CHECK(strstr(rlx_last_error(), "scores") != NULL);
+  EXPECT_ERROR(rlx_apply_mask(&v, NULL, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+               "rlx_apply_mask");
+  {
+    rlx_score_view bad = v;
+    bad.type = (rlx_score_type)7;
+    EXPECT_ERROR(rlx_apply_mask(&bad, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    CHECK(strstr(rlx_last_error(), "7") != NULL);
+    bad = v;
+    bad.data = NULL;
+    EXPECT_ERROR(rlx_apply_mask(&bad, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = F32View(s, 1, 1, 2, 8); /* 2 rows, row stride below k_len */
+    bad.strides.row = 7;
+    EXPECT_ERROR(rlx_apply_mask(&bad, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = F32View(s, 1, 2, 1, 0); /* k_len 0 */
+    EXPECT_ERROR(rlx_apply_mask(&bad, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+  }
+  {
+    rlx_mask_spec bad = Mask((rlx_mask_kind)-1);
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = DecodeMask(3, 8, 0); /* k_len 8 != upper + 1 */
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = DecodeMask(8, 7, 0); /* past > upper */
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = DenseMask(RLX_MASK_KEEP_F32, NULL, 1, 1, 1, 8); /* no data */
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = DenseMask(RLX_MASK_KEEP_F32, s, 1, 3, 1, 8); /* 3 heads vs 2 */
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    bad = DenseMask(RLX_MASK_KEEP_F32, s, 1, 1, 1, 4); /* k_len 4 vs 8 */
+    EXPECT_ERROR(rlx_apply_mask(&v, &bad, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+  }
+  rows.begin = 1;
+  rows.end = 3; /* past the 2 rows */
+  EXPECT_ERROR(rlx_apply_mask(&v, &m, &rows, 0.0f), RLX_INVALID_ARGUMENT,
+               "rlx_apply_mask");
+  rows.begin = 2;
+  rows.end = 1; /* reversed */
+  EXPECT_ERROR(rlx_apply_mask(&v, &m, &rows, 0.0f), RLX_INVALID_ARGUMENT,
+               "rlx_apply_mask");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+}
+
+/* Row r of n keys is a softmax: masked entries exactly 0, kept ones
+ * positive, summing to 1 within 1e-6. keep(k) for this row is given by
+ * `kept_mask` (1 = kept). */
+static int IsSoftmaxRow(const float* row, const int* kept_mask, size_t n) {
+  double sum = 0;
+  size_t k;
+  int any = 0;
+  for (k = 0; k < n; ++k) {
+    if (!kept_mask[k]) {
+      if (row[k] != 0.0f || signbit(row[k])) return 0;
+    } else {
+      if (!(row[k] >= 0.0f)) return 0;
+      sum += row[k];
+      any = 1;
+    }
+  }
+  return any ? fabs(sum - 1.0) <= 1e-6 : sum == 0.0;
+}
+
+/* bf16 and f16 helpers for exactly representable values. */
+static uint16_t ToBf16(float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  return (uint16_t)(bits >> 16);
+}
+static float FromBf16(uint16_t h) {
+  const uint32_t bits = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+static float FromF16(uint16_t h) {
+  const int sign = (h >> 15) & 1, exponent = (h >> 10) & 31;
+  const int mantissa = h & 1023;
+  float f;
+  if (exponent == 0) {
+    f = ldexpf((float)mantissa, -24);
+  } else if (exponent == 31) {
+    f = mantissa ? NAN : INFINITY;
+  } else {
+    f = ldexpf((float)(mantissa + 1024), exponent - 25);
+  }
+  return sign ? -f : f;
+}
+/* Normal and zero values with at most 11 significant bits only. */
+static uint16_t ToF16(float f) {
+  int exponent;
+  float m;
+  uint16_t sign = 0;
+  if (f == 0.0f) return 0;
+  if (f < 0) {
+    sign = 0x8000;
+    f = -f;
+  }
+  m = frexpf(f, &exponent); /* f = m * 2^exponent, m in [0.5, 1) */
+  return (uint16_t)(sign | ((exponent + 14) << 10) |
+                    ((uint16_t)(m * 2048.0f) & 1023));
+}
+
+static void TestMaskedSoftmax(void) {
+  /* 2 heads x 1 query x 8 keys, decode past 3 in bucket 7. */
+  float s[16];
+  float out[16];
+  float before[16];
+  float out_before[16];
+  int keep[8];
+  size_t i;
+  rlx_score_view v = F32View(s, 1, 2, 1, 8);
+  rlx_score_view o = F32View(out, 1, 2, 1, 8);
+  const rlx_mask_spec m = DecodeMask(3, 7, 0);
+  rlx_softmax_options options;
+  rlx_row_range rows;
+
+  for (i = 0; i < 8; ++i) keep[i] = (i < 3 || i == 7);
+  /* Padding scores that would win if attended. */
+  for (i = 0; i < 16; ++i) s[i] = (i % 8 >= 3 && i % 8 < 7) ? 1e30f : 0.1f * i;
+  CHECK(rlx_masked_softmax(&v, &m, NULL, NULL) == RLX_OK);
+  CHECK(IsSoftmaxRow(s, keep, 8));
+  CHECK(IsSoftmaxRow(s + 8, keep, 8));
+  /* Equal kept scores: uniform. */
+  for (i = 0; i < 16; ++i) s[i] = 2.0f;
+  CHECK(rlx_masked_softmax(&v, &m, NULL, NULL) == RLX_OK);
+  CHECK(fabsf(s[0] - 0.25f) < 1e-6f && fabsf(s[7] - 0.25f) < 1e-6f);
+
+  /* Scale and softcap: with scale 0 every kept score is 0, so uniform
+   * again; a softcap bounds huge scores, so the row is not one-hot. */
+  for (i = 0; i < 16; ++i) s[i] = (float)i * 100.0f;
+  options.scale = 0.0f;
+  options.softcap = 0.0f;
+  CHECK(rlx_masked_softmax(&v, &m, &options, NULL) == RLX_OK);
+  CHECK(fabsf(s[8] - 0.25f) < 1e-6f);
+  s[0] = 1e6f;
+  s[1] = 0.0f;
+  s[2] = 0.0f;
+  s[7] = 0.0f;
+  options.scale = 1.0f;
+  options.softcap = 1.0f;
+  CHECK(rlx_masked_softmax(&v, &m, &options, NULL) == RLX_OK);
+  CHECK(IsSoftmaxRow(s, keep, 8));
+  CHECK(s[0] < 0.5f && s[1] > 0.1f); /* e / (e + 3) and 1 / (e + 3) */
+
+  /* A fully masked row: all zeros, never NaN. */
+  {
+    static const float none_kept[8] = {0};
+    const int no_keys[8] = {0};
+    rlx_mask_spec dense = DenseMask(RLX_MASK_KEEP_F32, none_kept, 1, 1, 1, 8);
+    for (i = 0; i < 16; ++i) s[i] = 1.0f;
+    CHECK(rlx_masked_softmax(&v, &dense, NULL, NULL) == RLX_OK);
+    CHECK(IsSoftmaxRow(s, no_keys, 8) && IsSoftmaxRow(s + 8, no_keys, 8));
+  }
+
+  /* From `in` into `out`, one row range: `in` and the other row of `out`
+   * are not written. */
+  for (i = 0; i < 16; ++i) {
+    s[i] = (float)(i % 5);
+    out[i] = -7.0f;
+  }
+  memcpy(before, s, sizeof(s));
+  rows.begin = 1;
+  rows.end = 2;
+  CHECK(rlx_masked_softmax_into(&v, &o, &m, NULL, &rows) == RLX_OK);
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  for (i = 0; i < 8; ++i) CHECK(out[i] == -7.0f);
+  CHECK(IsSoftmaxRow(out + 8, keep, 8));
+  /* The split does not change the result. */
+  {
+    float whole[16];
+    rlx_score_view w = F32View(whole, 1, 2, 1, 8);
+    rows.begin = 0;
+    rows.end = 1;
+    CHECK(rlx_masked_softmax_into(&v, &o, &m, NULL, &rows) == RLX_OK);
+    CHECK(rlx_masked_softmax_into(&v, &w, &m, NULL, NULL) == RLX_OK);
+    CHECK(BitsEqual(whole, out, sizeof(out)));
+  }
+
+  /* bf16 and f16 rows are read and written in their own type. */
+  {
+    uint16_t h[8];
+    rlx_score_view hv = F32View(NULL, 1, 1, 1, 8);
+    const rlx_mask_spec m1 = DecodeMask(3, 7, 0);
+    float probs[8];
+    hv.data = h;
+    hv.type = RLX_SCORE_BF16;
+    for (i = 0; i < 8; ++i) h[i] = ToBf16(i < 3 || i == 7 ? 1.0f : 1e30f);
+    CHECK(rlx_masked_softmax(&hv, &m1, NULL, NULL) == RLX_OK);
+    for (i = 0; i < 8; ++i) probs[i] = FromBf16(h[i]);
+    for (i = 0; i < 8; ++i) {
+      CHECK(keep[i] ? fabsf(probs[i] - 0.25f) < 1e-6f : probs[i] == 0.0f);
+    }
+    hv.type = RLX_SCORE_F16;
+    for (i = 0; i < 8; ++i) h[i] = ToF16(i < 3 || i == 7 ? -1.5f : 1000.0f);
+    CHECK(FromF16(ToF16(-1.5f)) == -1.5f);
+    CHECK(rlx_masked_softmax(&hv, &m1, NULL, NULL) == RLX_OK);
+    for (i = 0; i < 8; ++i) probs[i] = FromF16(h[i]);
+    for (i = 0; i < 8; ++i) {
+      CHECK(keep[i] ? fabsf(probs[i] - 0.25f) < 1e-6f : probs[i] == 0.0f);
+    }
+    /* apply_mask on f16 rounds the fill: -1e9f is -inf there. */
+    for (i = 0; i < 8; ++i) h[i] = ToF16(1.0f);
+    CHECK(rlx_apply_mask(&hv, &m1, NULL, -1e9f) == RLX_OK);
+    CHECK(FromF16(h[0]) == 1.0f && FromF16(h[7]) == 1.0f);
+    CHECK(isinf(FromF16(h[4])) && FromF16(h[4]) < 0);
+  }
+
+  /* Errors write nothing, into either view. */
+  for (i = 0; i < 16; ++i) {
+    s[i] = (float)i;
+    out[i] = (float)-i;
+  }
+  memcpy(before, s, sizeof(s));
+  EXPECT_ERROR(rlx_masked_softmax(NULL, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  EXPECT_ERROR(rlx_masked_softmax(&v, NULL, NULL, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  {
+    rlx_score_view bad = v;
+    rlx_mask_spec bad_mask = DecodeMask(2, 6, 0);
+    bad.type = (rlx_score_type)3;
+    EXPECT_ERROR(rlx_masked_softmax(&bad, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    bad = v;
+    bad.data = NULL;
+    EXPECT_ERROR(rlx_masked_softmax(&bad, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    bad = F32View(s, 1, 1, 2, 8); /* 2 rows, row stride below k_len */
+    bad.strides.row = 4;
+    EXPECT_ERROR(rlx_masked_softmax(&bad, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    EXPECT_ERROR(rlx_masked_softmax(&v, &bad_mask, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax");
+    bad_mask = Mask((rlx_mask_kind)42);
+    EXPECT_ERROR(rlx_masked_softmax(&v, &bad_mask, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax");
+    rows.begin = 0;
+    rows.end = 3;
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, &rows), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+  }
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  memcpy(out_before, out, sizeof(out));
+  EXPECT_ERROR(rlx_masked_softmax_into(NULL, &o, &m, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+  CHECK(strstr(rlx_last_error(), "in") != NULL);
+  EXPECT_ERROR(rlx_masked_softmax_into(&v, NULL, &m, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+  CHECK(strstr(rlx_last_error(), "out") != NULL);
+  EXPECT_ERROR(rlx_masked_softmax_into(&v, &o, NULL, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+  {
+    rlx_score_view bad = o;
+    bad.type = (rlx_score_type)9;
+    EXPECT_ERROR(rlx_masked_softmax_into(&v, &bad, &m, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+    bad = F32View(out, 1, 1, 2, 8); /* a different shape */
+    EXPECT_ERROR(rlx_masked_softmax_into(&v, &bad, &m, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+    bad = o;
+    bad.type = RLX_SCORE_BF16; /* a different type */
+    EXPECT_ERROR(rlx_masked_softmax_into(&v, &bad, &m, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+    bad = o;
+    bad.data = NULL;
+    EXPECT_ERROR(rlx_masked_softmax_into(&v, &bad, &m, NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+  }
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  CHECK(BitsEqual(out, out_before, sizeof(out)));
+}
+
+int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "env-target") == 0) {
+    RunEnvTarget();
+  } else {
+    /* Nothing has failed on this thread yet. */
+    CHECK(strcmp(rlx_last_error(), "") == 0);
+    TestPowerOfTwo();
+    TestGeometric();
+    TestCustomLadderAndRouting();
+    TestFillDecodeMask();
+    TestEveryBucketOfEveryLadderMasksItsPadding();
+    TestTargets();
+    TestKeptKeys();
+    TestApplyMask();
+    TestMaskedSoftmax();
+  }
+  printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);
+  return g_failures == 0 ? 0 : 1;
+}
