@@ -5,8 +5,8 @@
 #define RLX_BENCH_BENCH_UTIL_H_
 
 #include <cstdlib>
-#include <sstream>
 #include <initializer_list>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// Dispatching entry points of the floors (bench/floors.h): one dispatch per
+// call, to the target rlx::force_target chose.
+#include "bench/floors.h"
+
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/floors.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// After highway.h, once per target (not sorted with the includes above).
+#include "bench/floors-inl.h"
+
+#if HWY_ONCE
+#include "src/dispatch.h"
+
+namespace rlx::bench {
+
+HWY_EXPORT(CopyBytes);
+HWY_EXPORT(ExpArray);
+
+void CopyFloor(const void* from, void* to, std::size_t bytes) {
+  RLX_DYNAMIC_DISPATCH(CopyBytes)
+  (static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to),
+   bytes);
+}
+
+void ExpFloor(const float* in, float* out, std::size_t n) {
+  RLX_DYNAMIC_DISPATCH(ExpArray)(in, out, n);
+}
+
+}  // namespace rlx::bench
+#endif  // HWY_ONCE

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The floors every kernel figure is read against: what the hardware allows
+// for the same bytes (a plain copy) and for the same number of exponentials
+// (Highway's contrib/math Exp). Per target, dispatched like the library
+// (src/dispatch.h), so they follow rlx::force_target.
+#ifndef RLX_BENCH_FLOORS_H_
+#define RLX_BENCH_FLOORS_H_
+
+#include <cstddef>
+
+namespace rlx::bench {
+
+// Copies `bytes` bytes from `from` to `to` (no overlap) with full-vector
+// loads and stores of the active target.
+void CopyFloor(const void* from, void* to, std::size_t bytes);
+
+// out[i] = exp(in[i]) for i < n (no overlap), with hn::Exp (~1 ulp).
+void ExpFloor(const float* in, float* out, std::size_t n);
+
+}  // namespace rlx::bench
+
+#endif  // RLX_BENCH_FLOORS_H_

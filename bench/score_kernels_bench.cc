@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The score kernels (rlx/score_kernels.h) on every standard workload, per
+// target, and the scalar oracle they are tested against:
+//   apply_mask/<workload>/<target>      fill -inf (Bias: add the bias)
+//   masked_softmax/<workload>/<target>  the fused kernel, in place
+//   masked_softmax/<workload>/<target>/threads:<n>
+//       the row-range entry point split over n std::threads (the calling
+//       thread and n - 1 workers), for the threaded workloads (D2, P2)
+//   reference/<workload>                rlx::reference::masked_softmax: the
+//       double-precision oracle, written for clarity, not speed
+// Every run starts from the workload's pristine scores; iterations then run
+// in place on the previous iteration's output (softmax of a softmax and a
+// repeated fill do the same work as the first).
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/bench_util.h"
+#include "bench/suites.h"
+#include "bench/workloads.h"
+#include "rlx/score_kernels.h"
+#include "src/reference.h"
+
+namespace rlx::bench {
+namespace {
+
+void BM_ApplyMask(benchmark::State& state, const Workload* w,
+                  const std::string& target) {
+  TargetScope scope(target);
+  const WorkloadData& data = Data(*w);
+  const ScoreView view = FreshScores(*w);
+  for (auto _ : state) {
+    apply_mask(view, data.mask);
+    benchmark::ClobberMemory();
+  }
+  SetScoreCounters(state, *w);
+}
+
+void BM_MaskedSoftmax(benchmark::State& state, const Workload* w,
+                      const std::string& target) {
+  TargetScope scope(target);
+  const WorkloadData& data = Data(*w);
+  const ScoreView view = FreshScores(*w);
+  for (auto _ : state) {
+    masked_softmax(view, data.mask);
+    benchmark::ClobberMemory();
+  }
+  SetScoreCounters(state, *w);
+}
+
+// Runs work(part) for every part in [0, parts) once per Run(): part 0 on the
+// calling thread, the others on std::threads that stay alive between runs
+// and spin (yielding) for the next one, since a benchmark loop leaves no gap
+// between runs to sleep in.
+class Splitter {
+ public:
+  Splitter(std::size_t parts, std::function<void(std::size_t)> work)
+      : work_(std::move(work)) {
+    for (std::size_t part = 1; part < parts; ++part) {
+      workers_.emplace_back([this, part] { Worker(part); });
+    }
+  }
+  ~Splitter() {
+    stop_.store(true, std::memory_order_release);
+    for (std::thread& t : workers_) t.join();
+  }
+  Splitter(const Splitter&) = delete;
+  Splitter& operator=(const Splitter&) = delete;
+
+  void Run() {
+    done_.store(0, std::memory_order_relaxed);
+    round_.fetch_add(1, std::memory_order_release);
+    work_(0);
+    for (int spins = 0;
+         done_.load(std::memory_order_acquire) != workers_.size();) {
+      if (++spins % 64 == 0) std::this_thread::yield();
+    }
+  }
+
+ private:
+  void Worker(std::size_t part) {
+    std::uint64_t seen = 0;
+    for (;;) {
+      std::uint64_t round;
+      for (int spins = 0;
+           (round = round_.load(std::memory_order_acquire)) == seen;) {
+        if (stop_.load(std::memory_order_acquire)) return;
+        if (++spins % 64 == 0) std::this_thread::yield();
+      }
+      seen = round;
+      work_(part);
+      done_.fetch_add(1, std::memory_order_acq_rel);
+    }
+  }
+
+  std::function<void(std::size_t)> work_;
+  std::vector<std::thread> workers_;
+  std::atomic<std::uint64_t> round_{0};
+  std::atomic<std::size_t> done_{0};
+  std::atomic<bool> stop_{false};
+};
+
+void BM_MaskedSoftmaxThreads(benchmark::State& state, const Workload* w,
+                             const std::string& target, std::size_t threads) {
+  TargetScope scope(target);
+  const WorkloadData& data = Data(*w);
+  const ScoreView view = FreshScores(*w);
+  const std::size_t rows = w->shape.rows();
+  Splitter splitter(threads, [&](std::size_t part) {
+    const RowRange range{rows * part / threads, rows * (part + 1) / threads};
+    masked_softmax(view, data.mask, SoftmaxOptions{}, range);
+  });
+  for (auto _ : state) {
+    splitter.Run();
+    benchmark::ClobberMemory();
+  }
+  SetScoreCounters(state, *w);
+}
+
+void BM_Reference(benchmark::State& state, const Workload* w) {
+  const WorkloadData& data = Data(*w);
+  const ScoreView view = FreshScores(*w);
+  for (auto _ : state) {
+    reference::masked_softmax(view, view, data.mask, SoftmaxOptions{},
+                              RowRange::all(w->shape));
+    benchmark::ClobberMemory();
+  }
+  SetScoreCounters(state, *w);
+}
+
+void RegisterReference(const Workload& w) {
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"reference", w.name}).c_str(), BM_Reference, &w));
+}
+
+void RegisterKernels(const Workload& w, const std::string& target) {
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"apply_mask", w.name, target}).c_str(), BM_ApplyMask, &w,
+      target));
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"masked_softmax", w.name, target}).c_str(), BM_MaskedSoftmax,
+      &w, target));
+  if (!w.threaded) return;
+  for (std::size_t threads : {1, 2}) {
+    const std::string suffix = "threads:" + std::to_string(threads);
+    Configure(benchmark::RegisterBenchmark(
+        BenchName({"masked_softmax", w.name, target, suffix}).c_str(),
+        BM_MaskedSoftmaxThreads, &w, target, threads));
+  }
+}
+
+const bool kAdded = AddSuite({.rank = 0, .per_workload = &RegisterReference}) &&
+                    AddSuite({.rank = 30, .per_target = &RegisterKernels});
+
+}  // namespace
+}  // namespace rlx::bench

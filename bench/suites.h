@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// How the suites of rlx_attn_bench register: each suite file adds itself to
+// a list at static initialisation; main.cc then registers every benchmark in
+// one fixed order (per workload: baselines, peers, then per target kernels
+// and floors), so that the report and the JSON read top to bottom.
+#ifndef RLX_BENCH_SUITES_H_
+#define RLX_BENCH_SUITES_H_
+
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "bench/workloads.h"
+
+namespace rlx::bench {
+
+struct Suite {
+  int rank = 0;  // suites register in increasing rank
+  // Registers the suite's target-independent benchmarks of `w` (or nothing).
+  void (*per_workload)(const Workload& w) = nullptr;
+  // Registers the suite's benchmarks of `w` on `target` (or nothing).
+  void (*per_target)(const Workload& w, const std::string& target) = nullptr;
+};
+
+inline std::vector<Suite>& Suites() {
+  static std::vector<Suite> suites;
+  return suites;
+}
+
+// Use as `const bool kAdded = AddSuite({...});` at namespace scope.
+inline bool AddSuite(const Suite& suite) {
+  Suites().push_back(suite);
+  return true;
+}
+
+// Every benchmark reports in microseconds. (Not UseRealTime(): it would
+// append "/real_time" to the names. The JSON has real_time either way, and
+// bench/report.py reads it; the threaded benchmarks' calling thread spins
+// while its workers run, so its CPU time is its wall time.)
+inline benchmark::internal::Benchmark* Configure(
+    benchmark::internal::Benchmark* b) {
+  return b->Unit(benchmark::kMicrosecond);
+}
+
+// The counters of a benchmark that processes `items` elements of
+// `bytes_per_item` bytes per iteration, `kept` of them kept by the mask:
+// items_per_second, bytes_per_second and (if kept > 0) kept_per_second.
+inline void SetCounters(benchmark::State& state, double items,
+                        double bytes_per_item, double kept) {
+  const double iterations = static_cast<double>(state.iterations());
+  state.SetItemsProcessed(static_cast<std::int64_t>(items * iterations));
+  state.SetBytesProcessed(
+      static_cast<std::int64_t>(items * bytes_per_item * iterations));
+  if (kept > 0) {
+    state.counters["kept_per_second"] =
+        benchmark::Counter(kept * iterations, benchmark::Counter::kIsRate);
+  }
+}
+
+// A score kernel's counters on workload `w`: items are score elements,
+// bytes the score tensor's bytes, kept the elements the mask keeps.
+inline void SetScoreCounters(benchmark::State& state, const Workload& w) {
+  SetCounters(state, static_cast<double>(w.elements()),
+              static_cast<double>(w.element_bytes()),
+              static_cast<double>(Data(w).kept));
+}
+
+}  // namespace rlx::bench
+
+#endif  // RLX_BENCH_SUITES_H_
