@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# The main job: installs what the benchmarks need (Debian 12, apt), builds
+# Release, runs every benchmark of rlx_attn_bench once (each kernel on every
+# supported target, the scalar reference, the RLX-loop baseline, oneDNN and
+# the copy/exp floors, side by side in one run) and prints a Markdown table
+# per workload. Writes results/bench.json (Google Benchmark JSON),
+# results/bench.log (console output), results/report.md and
+# results/chart.png.
+#
+# Usage: scripts/bench.sh [--quick] [--no-install] [-- BENCHMARK_ARGS...]
+#   --quick       short run (~2 minutes): 0.01 s per benchmark, one
+#                 repetition, f32 workloads only, AVX3/AVX2 class targets
+#                 (RLX_BENCH_TARGETS overrides), no reference on prefill
+#   --no-install  skip apt (for machines without root; needs the packages)
+#   BENCHMARK_ARGS are passed to rlx_attn_bench last, e.g.
+#                 -- --benchmark_filter=masked_softmax/D2
+# Environment: RLX_BENCH_TARGETS=AVX3,AVX2 limits the targets;
+# RLX_BENCH_BUILD_DIR (default build-bench) and RLX_BENCH_RESULTS (default
+# results) are relative to the repository.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+quick=0
+install=1
+extra=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=1 ;;
+    --no-install) install=0 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+build=${RLX_BENCH_BUILD_DIR:-build-bench}
+results=${RLX_BENCH_RESULTS:-results}
+
+# 1. Packages: the project's list (compilers, Highway, Google Benchmark, ...)
+# plus the benchmark-only ones, oneDNN and matplotlib.
+if [ "$install" = 1 ]; then
+  bash .ci/install-deps.sh
+  missing=()
+  for p in libdnnl-dev python3-matplotlib; do
+    dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
+      missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""
+    if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+    echo "bench.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -q
+    $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+# 2. Release build of the benchmark binary (tests off: not needed here).
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DRLX_ATTN_MASK_BUILD_TESTS=OFF -DRLX_ATTN_MASK_BUILD_BENCH=ON
+else
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+fi
+cmake --build "$build" --target rlx_attn_bench
+
+# 3. One run of everything.
+mkdir -p "$results"
+args=()
+if [ "$quick" = 1 ]; then
+  args+=(--benchmark_min_time=0.01 --benchmark_repetitions=1
+         "--benchmark_filter=-(bf16|f16|reference/P)")
+  if [ -z "${RLX_BENCH_TARGETS:-}" ]; then
+    supported=$(RLX_BENCH_TARGETS= "$build/bench/rlx_attn_bench" \
+      --benchmark_list_tests --benchmark_filter='^copy_floor/D1/' |
+      sed 's|.*/||')
+    quick_targets=$(grep -xE 'AVX3|AVX2|NEON|SVE2?|SVE_256|SVE2_128' \
+      <<<"$supported" | paste -sd, || true)
+    export RLX_BENCH_TARGETS=${quick_targets:-$(head -n1 <<<"$supported")}
+  fi
+else
+  # Five short repetitions, interleaved at random so that the slow drifts
+  # of a shared machine spread over every benchmark instead of landing on a
+  # few; the report shows medians (~10 minutes on 2 cores).
+  args+=(--benchmark_min_time=0.05 --benchmark_repetitions=5
+         --benchmark_enable_random_interleaving=true)
+fi
+count=$("$build/bench/rlx_attn_bench" --benchmark_list_tests \
+  "${args[@]}" "${extra[@]}" | wc -l)
+args+=(--benchmark_out="$results/bench.json" --benchmark_out_format=json)
+echo
+echo "bench.sh: running $count benchmarks (${RLX_BENCH_TARGETS:-all supported targets}); console output in $results/bench.log"
+echo "bench.sh: CPU: $(grep -m1 -E '^(model name|Model)' /proc/cpuinfo | sed 's/.*: //')"
+echo "bench.sh: compiler: $(grep -E '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | sed 's/.*=//') $(
+  "$(grep -E '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | sed 's/.*=//')" \
+    -dumpfullversion 2>/dev/null || true)"
+for p in libhwy-dev libbenchmark-dev libdnnl-dev; do
+  version=$(dpkg-query -W -f='${Version}\n' "$p:$(dpkg --print-architecture)" \
+    2>/dev/null || true)
+  echo "bench.sh: $p ${version:-not installed}"
+done
+start=$(date +%s)
+"$build/bench/rlx_attn_bench" "${args[@]}" "${extra[@]}" >"$results/bench.log" 2>&1 || {
+  echo "bench.sh: rlx_attn_bench failed; tail of $results/bench.log:" >&2
+  tail -n 20 "$results/bench.log" >&2
+  exit 1
+}
+echo "bench.sh: ran in $(( $(date +%s) - start )) s"
+echo
+
+# 4. Report: tables on stdout and in report.md, chart.png. Debian's
+# matplotlib lives in the system python3, which a pyenv or venv python on
+# PATH would not see.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+"$python" bench/report.py "$results/bench.json" \
+  --markdown "$results/report.md" --chart "$results/chart.png"
+echo
+echo "bench.sh: wrote $results/bench.json, $results/report.md, $results/chart.png"
