@@ -13,6 +13,8 @@
 #   --shards N  splits every GoogleTest binary into N GTEST_SHARD_INDEX shards
 #               that run in parallel (qemu runs one test binary on one core).
 # Jobs (test x shard) run --jobs at a time (default: the number of cores).
+# A test's TIMEOUT property applies to each of its shards (as in ctest);
+# --timeout is the limit for tests without one (default 1800 s).
 # -R / -E select / exclude tests by name (bash regular expressions), as ctest.
 # Prints each job's result and time, the full output of failed jobs, and the
 # slowest GoogleTest cases; exits non-zero if any job failed or no test ran.
@@ -24,7 +26,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 timeout_s=1800
 include=""
 exclude=""
-usage() { sed -n '3,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --emulator) emulator=$2; shift 2 ;;
@@ -59,7 +61,8 @@ trap 'exit 130' INT TERM
 
 # The test list as one line per test, fields separated by tabs:
 # name, working directory, WILL_FAIL, DISABLED, unsupported properties,
-# number of ENVIRONMENT entries, those entries, the command words.
+# TIMEOUT ("-" if none), number of ENVIRONMENT entries, those entries, the
+# command words.
 ctest --test-dir "$build" --show-only=json-v1 >"$work/tests.json"
 cat >"$work/list.cmake" <<'EOF'
 file(READ "${JSON}" json)
@@ -72,6 +75,7 @@ math(EXPR last "${n} - 1")
 foreach(i RANGE ${last})
   string(JSON name GET "${json}" tests ${i} name)
   set(wd "-")
+  set(timeout "-")
   set(will_fail 0)
   set(disabled 0)
   set(unsupported "")
@@ -87,6 +91,8 @@ foreach(i RANGE ${last})
       string(JSON pname GET "${json}" tests ${i} properties ${p} name)
       if(pname STREQUAL "WORKING_DIRECTORY")
         string(JSON wd GET "${json}" tests ${i} properties ${p} value)
+      elseif(pname STREQUAL "TIMEOUT")
+        string(JSON timeout GET "${json}" tests ${i} properties ${p} value)
       elseif(pname STREQUAL "WILL_FAIL")
         string(JSON v GET "${json}" tests ${i} properties ${p} value)
         if(v)
@@ -110,7 +116,7 @@ foreach(i RANGE ${last})
       endif()
     endforeach()
   endif()
-  set(line "${name}\t${wd}\t${will_fail}\t${disabled}\t${unsupported}-\t${nenv}${env}")
+  set(line "${name}\t${wd}\t${will_fail}\t${disabled}\t${unsupported}-\t${timeout}\t${nenv}${env}")
   string(JSON nc LENGTH "${json}" tests ${i} command)
   math(EXPR clast "${nc} - 1")
   foreach(c RANGE ${clast})
@@ -137,8 +143,8 @@ while IFS= read -r line; do
   if [ -n "$include" ] && ! [[ $name =~ $include ]]; then continue; fi
   if [ -n "$exclude" ] && [[ $name =~ $exclude ]]; then continue; fi
   if [ "${f[3]}" = 1 ]; then disabled+=("$name"); continue; fi
-  nenv=${f[5]}
-  cmd=("${f[@]:$((6 + nenv))}")
+  nenv=${f[6]}
+  cmd=("${f[@]:$((7 + nenv))}")
   # The tree's own binary in the command (after an emulator, if any).
   bin=""
   for w in "${cmd[@]}"; do
@@ -167,9 +173,10 @@ run_job() {
   local -a f cmd envs
   IFS=$'\t' read -r -a f <<<"$1"
   local id=${f[0]} shard=${f[1]} nshards=${f[2]}
-  local wd=${f[4]} nenv=${f[8]}
-  envs=("${f[@]:9:$nenv}")
-  cmd=("${f[@]:$((9 + nenv))}")
+  local wd=${f[4]} limit=${f[8]} nenv=${f[9]}
+  envs=("${f[@]:10:$nenv}")
+  cmd=("${f[@]:$((10 + nenv))}")
+  [ "$limit" = "-" ] && limit=$timeout_s
   [ ${#emu[@]} -gt 0 ] && cmd=("${emu[@]}" "${cmd[@]}")
   [ "$wd" = "-" ] && wd=$build
   if [ "$nshards" -gt 1 ]; then
@@ -178,7 +185,7 @@ run_job() {
   local start=$SECONDS rc=0 pid
   # timeout runs the test in a process group of its own: its pid is kept so
   # that an interrupted run can stop it (timeout passes the signal on).
-  (cd "$wd" && exec env "${envs[@]}" timeout "$timeout_s" "${cmd[@]}") \
+  (cd "$wd" && exec env "${envs[@]}" timeout "$limit" "${cmd[@]}") \
     >"$work/$id.log" 2>&1 </dev/null &
   pid=$!
   echo "$pid" >"$work/$id.pid"
@@ -212,6 +219,8 @@ while IFS= read -r job; do
   IFS=$'\t' read -r -a f <<<"$job"
   id=${f[0]} shard=${f[1]} nshards=${f[2]} name=${f[3]} will_fail=${f[5]}
   unsupported=${f[7]%-}
+  limit=${f[8]}
+  [ "$limit" = "-" ] && limit=$timeout_s
   label=$name
   [ "$nshards" -gt 1 ] && label="$name [shard $((shard + 1))/$nshards]"
   rc=$(cat "$work/$id.rc" 2>/dev/null || echo 255)
@@ -226,7 +235,7 @@ while IFS= read -r job; do
     printf '  PASS  %-50s %5ss\n' "$label" "$sec"
   else
     failed=$((failed + 1))
-    [ "$rc" = 124 ] && echo "run-tests: timed out after ${timeout_s}s" >>"$work/$id.log"
+    [ "$rc" = 124 ] && echo "run-tests: timed out after ${limit}s" >>"$work/$id.log"
     printf '  FAIL  %-50s %5ss  (exit %s)\n' "$label" "$sec" "$rc"
     echo "----- output of $label -----"
     filter <"$work/$id.log"

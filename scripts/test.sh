@@ -142,8 +142,10 @@ expect() {
 # build PRESET: configures (every time: cheap, and picks up new files) and
 # builds one preset's tree.
 build() {
+  local start=$SECONDS
   cmake --preset "$1"
   cmake --build --preset "$1" --parallel "$jobs"
+  say "built preset $1 in $((SECONDS - start)) s"
 }
 
 # report TREE [PREFIX...]: what Highway reports in a tree, under an emulator.
@@ -213,7 +215,7 @@ leg_consumer() {
   say "shared library: build-shared (BUILD_SHARED_LIBS=ON)"
   cmake -S . -B build-shared -G Ninja -DCMAKE_BUILD_TYPE=Release \
     -DBUILD_SHARED_LIBS=ON -DRLX_ATTN_MASK_BUILD_TESTS=OFF \
-    -DRLX_ATTN_MASK_BUILD_BENCH=OFF
+    -DRLX_ATTN_MASK_BUILD_BENCH=OFF -DRLX_ATTN_MASK_BUILD_EXAMPLES=OFF
   cmake --build build-shared --parallel "$jobs"
   bash scripts/consumer-test.sh build-shared
 }
