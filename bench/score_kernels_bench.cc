@@ -54,9 +54,11 @@ void BM_MaskedSoftmax(benchmark::State& state, const Workload* w,
 }
 
 // Runs work(part) for every part in [0, parts) once per Run(): part 0 on the
-// calling thread, the others on std::threads that stay alive between runs
-// and spin (yielding) for the next one, since a benchmark loop leaves no gap
-// between runs to sleep in.
+// calling thread, the others on std::threads that stay alive between runs,
+// as an executor's pool would. Hand-offs use C++20 atomic wait/notify
+// (futexes on Linux, after a short spin in libstdc++), never a pure spin:
+// a spinning waiter starves the worker under qemu-user and on a busy 2-core
+// machine.
 class Splitter {
  public:
   Splitter(std::size_t parts, std::function<void(std::size_t)> work)
@@ -67,41 +69,43 @@ class Splitter {
   }
   ~Splitter() {
     stop_.store(true, std::memory_order_release);
+    round_.fetch_add(1, std::memory_order_acq_rel);
+    round_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
   Splitter(const Splitter&) = delete;
   Splitter& operator=(const Splitter&) = delete;
 
   void Run() {
-    done_.store(0, std::memory_order_relaxed);
+    const auto parts = static_cast<std::uint32_t>(workers_.size());
+    pending_.store(parts, std::memory_order_relaxed);
     round_.fetch_add(1, std::memory_order_release);
+    if (parts > 0) round_.notify_all();
     work_(0);
-    for (int spins = 0;
-         done_.load(std::memory_order_acquire) != workers_.size();) {
-      if (++spins % 64 == 0) std::this_thread::yield();
+    for (std::uint32_t left;
+         (left = pending_.load(std::memory_order_acquire)) != 0;) {
+      pending_.wait(left, std::memory_order_acquire);
     }
   }
 
  private:
   void Worker(std::size_t part) {
-    std::uint64_t seen = 0;
+    std::uint32_t seen = 0;
     for (;;) {
-      std::uint64_t round;
-      for (int spins = 0;
-           (round = round_.load(std::memory_order_acquire)) == seen;) {
-        if (stop_.load(std::memory_order_acquire)) return;
-        if (++spins % 64 == 0) std::this_thread::yield();
-      }
-      seen = round;
+      round_.wait(seen, std::memory_order_acquire);
+      seen = round_.load(std::memory_order_acquire);
+      if (stop_.load(std::memory_order_acquire)) return;
       work_(part);
-      done_.fetch_add(1, std::memory_order_acq_rel);
+      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        pending_.notify_one();
+      }
     }
   }
 
   std::function<void(std::size_t)> work_;
   std::vector<std::thread> workers_;
-  std::atomic<std::uint64_t> round_{0};
-  std::atomic<std::size_t> done_{0};
+  std::atomic<std::uint32_t> round_{0};    // bumped once per Run()
+  std::atomic<std::uint32_t> pending_{0};  // workers still in this round
   std::atomic<bool> stop_{false};
 };
 
