@@ -15,8 +15,10 @@ native=(cmake ninja-build g++ clang libclang-rt-14-dev libhwy-dev libgtest-dev
         g++-aarch64-linux-gnu libc6-dev-arm64-cross)
 # gmock is its own package (the tests link GTest::gmock); the aarch64 build
 # builds the benchmarks too, so that they are known to compile for SVE.
+# libc6:arm64 (a dependency anyway) is the runtime the tests run on under
+# qemu-aarch64 (see cmake/aarch64-linux-gnu.cmake).
 arm64=(libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64
-       libbenchmark-dev:arm64)
+       libbenchmark-dev:arm64 libc6:arm64)
 
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi

@@ -16,8 +16,12 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
 set(CMAKE_FIND_ROOT_PATH_MODE_INCLUDE BOTH)
 set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
-# -L makes the guest's loader and libc those of libc6-dev-arm64-cross; the
-# loader finds the :arm64 libhwy.so.1 and libstdc++ in
-# /usr/lib/aarch64-linux-gnu, one of its default directories, so no
-# LD_LIBRARY_PATH is needed.
-set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64;-L;/usr/aarch64-linux-gnu)
+# The guest runs on Debian's own arm64 runtime (libc6:arm64, libstdc++6:arm64,
+# libhwy1:arm64, pulled in by the :arm64 -dev packages): its loader
+# /lib/ld-linux-aarch64.so.1 finds them in /usr/lib/aarch64-linux-gnu, so
+# neither LD_LIBRARY_PATH nor -L is needed. Do not add -L /usr/aarch64-linux-gnu
+# (or QEMU_LD_PREFIX): the cross loader there (libc6-arm64-cross 2.36-8cross1)
+# then reads the host's /etc/ld.so.cache and loads the multiarch libc.so.6
+# (2.36-9+deb12u*), and with that mismatched pair under qemu-user 7.2 the
+# first pthread_create spins forever (every std::thread hangs).
+set(CMAKE_CROSSCOMPILING_EMULATOR qemu-aarch64)

@@ -229,15 +229,17 @@ leg_aarch64-build() {
 aarch64() {
   local leg=$1 cpu=$2
   need cmake ninja aarch64-linux-gnu-g++ qemu-aarch64
-  [ -d /usr/aarch64-linux-gnu ] || die "/usr/aarch64-linux-gnu is missing"
+  # The guest runs on Debian's arm64 runtime (libc6:arm64 and the :arm64
+  # libraries in /usr/lib/aarch64-linux-gnu), with no -L prefix: see
+  # cmake/aarch64-linux-gnu.cmake for why a prefix makes threads hang.
+  [ -e /lib/ld-linux-aarch64.so.1 ] ||
+    die "/lib/ld-linux-aarch64.so.1 is missing (libc6:arm64)"
+  unset QEMU_LD_PREFIX
   expect "$3"
   build aarch64
-  # The toolchain's emulator (qemu-aarch64 -L /usr/aarch64-linux-gnu) finds
-  # the :arm64 libhwy.so in /usr/lib/aarch64-linux-gnu, a default path of the
-  # guest's loader.
   export QEMU_CPU=$cpu
   say "QEMU_CPU=$QEMU_CPU"
-  report build-aarch64 qemu-aarch64 -L /usr/aarch64-linux-gnu
+  report build-aarch64 qemu-aarch64
   emulated "$leg" build-aarch64
 }
 
