@@ -5,10 +5,11 @@
 //   onednn_masked_softmax/<workload>  rlx::apply_mask (best target, fill
 //                                     -inf) then the same softmax: what an
 //                                     executor using oneDNN would run
-// One OpenMP thread, as the library's single-thread figures; threaded
-// workloads add .../threads:2 with two. Rows of a type the installed oneDNN
-// cannot softmax on this CPU (f16 on oneDNN 2.6) are not registered.
-// Compiled only when oneDNN was found at configure time.
+// One OpenMP thread, as the library's single-thread figures (set once, when
+// the suite is added: libgomp on a 2-core machine shared with other work
+// turned two threads into 100x slower decode calls). Rows of a type the
+// installed oneDNN cannot softmax on this CPU (f16 on oneDNN 2.6) are not
+// registered. Compiled only when oneDNN was found at configure time.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -59,9 +60,7 @@ bool Supported(const Workload& w) {
   }
 }
 
-void BM_OneDnn(benchmark::State& state, const Workload* w, bool masked,
-               int threads) {
-  omp_set_num_threads(threads);
+void BM_OneDnn(benchmark::State& state, const Workload* w, bool masked) {
   const WorkloadData& data = Data(*w);
   const ScoreView view = FreshScores(*w);
   const auto pd = SoftmaxDesc(*w);
@@ -74,21 +73,16 @@ void BM_OneDnn(benchmark::State& state, const Workload* w, bool masked,
     stream.wait();
     benchmark::ClobberMemory();
   }
-  omp_set_num_threads(1);
   SetScoreCounters(state, *w);
 }
 
 void Register(const Workload& w) {
   if (!Supported(w)) return;
   for (bool masked : {false, true}) {
-    const char* kernel = masked ? "onednn_masked_softmax" : "onednn_softmax";
-    Configure(benchmark::RegisterBenchmark(BenchName({kernel, w.name}).c_str(),
-                                           BM_OneDnn, &w, masked, 1));
-    if (w.threaded) {
-      Configure(benchmark::RegisterBenchmark(
-          BenchName({kernel, w.name, "threads:2"}).c_str(), BM_OneDnn, &w,
-          masked, 2));
-    }
+    Configure(benchmark::RegisterBenchmark(
+        BenchName({masked ? "onednn_masked_softmax" : "onednn_softmax", w.name})
+            .c_str(),
+        BM_OneDnn, &w, masked));
   }
 }
 
@@ -116,6 +110,7 @@ std::string IsaName(dnnl::cpu_isa isa) {
 }
 
 bool AddOneDnn() {
+  omp_set_num_threads(1);
   const dnnl_version_t* v = dnnl_version();
   benchmark::AddCustomContext(
       "onednn", std::to_string(v->major) + "." + std::to_string(v->minor) +
