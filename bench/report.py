@@ -290,7 +290,7 @@ def context_lines(context, results):
     if caches:
         lines.append("- caches: " + ", ".join(
             f"L{c['level']} {c['type'][0]} {c['size'] // 1024} KiB"
-            f"{' x' + str(c['num_sharing']) if c.get('num_sharing', 1) > 1 else ''}"
+            f"{' shared by ' + str(c['num_sharing']) + ' cores' if c.get('num_sharing', 1) > 1 else ''}"
             for c in caches))
     if "load_avg" in context:
         lines.append("- load average at start: " +
