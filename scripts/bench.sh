@@ -9,9 +9,10 @@
 # results/chart.png.
 #
 # Usage: scripts/bench.sh [--quick] [--no-install] [-- BENCHMARK_ARGS...]
-#   --quick       short run (~2 minutes): 0.01 s per benchmark, one
-#                 repetition, f32 workloads only, AVX3/AVX2 class targets
-#                 (RLX_BENCH_TARGETS overrides), no reference on prefill
+#   --quick       short run (under a minute after the build): 0.01 s per
+#                 benchmark, one repetition, f32 workloads only, AVX3/AVX2
+#                 class targets (RLX_BENCH_TARGETS overrides), no reference
+#                 on prefill. The full run takes ~7 minutes on 2 cores.
 #   --no-install  skip apt (for machines without root; needs the packages)
 #   BENCHMARK_ARGS are passed to rlx_attn_bench last, e.g.
 #                 -- --benchmark_filter=masked_softmax/D2
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-install) install=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
