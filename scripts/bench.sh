@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-install) install=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
