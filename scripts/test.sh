@@ -109,9 +109,12 @@ need() {
   done
 }
 
-# The x86 targets of this CPU as Highway 1.0.3 groups them, best first, from
-# the kernel's view of CPUID (/proc/cpuinfo flags; "pni" is SSE3, "abm" is
-# LZCNT). The portable fallback is SCALAR with g++ 12 (EMU128 needs 12.3+).
+# The x86 targets of this CPU, best first, from the kernel's view of CPUID
+# (/proc/cpuinfo flags; "pni" is SSE3, "abm" is LZCNT) grouped as Highway
+# groups them: 1.0.3's groups plus the bits later versions add (AVX3: CD;
+# AVX3_DL: VBMI, GFNI), so that a CPU where versions disagree fails loudly
+# instead of passing on a guess. The portable fallback is SCALAR with g++ 12
+# (EMU128 needs 12.3+).
 native_targets() {
   local flags t=()
   [ "$(uname -m)" = x86_64 ] || die "the native leg expects an x86-64 CPU"
@@ -122,7 +125,7 @@ native_targets() {
   }
   local sse4=(pni ssse3 sse4_1 sse4_2 pclmulqdq aes)
   local avx2=("${sse4[@]}" avx avx2 bmi1 bmi2 fma f16c abm)
-  local avx3=("${avx2[@]}" avx512f avx512vl avx512dq avx512bw)
+  local avx3=("${avx2[@]}" avx512f avx512vl avx512dq avx512bw avx512cd)
   local avx3_dl=("${avx3[@]}" avx512_vnni vpclmulqdq avx512vbmi avx512_vbmi2
                  vaes avx512_vpopcntdq avx512_bitalg gfni)
   if has "${avx3_dl[@]}"; then t+=(AVX3_DL); fi
@@ -161,13 +164,15 @@ report() {
 }
 
 # emulated LEG TREE [run-tests.sh options]: runs a tree's tests through
-# scripts/run-tests.sh with the leg's RLX_TEST_SCALE.
+# scripts/run-tests.sh with the leg's RLX_TEST_SCALE. A shard that runs 15
+# minutes is hung (the slowest take 2 under qemu on a busy machine).
 emulated() {
   local leg=$1 tree=$2
   shift 2
   export RLX_TEST_SCALE=${scale[$leg]}
   say "RLX_TEST_SCALE=$RLX_TEST_SCALE"
-  bash scripts/run-tests.sh --jobs "$jobs" --shards $((2 * jobs)) "$@" "$tree"
+  bash scripts/run-tests.sh --jobs "$jobs" --shards $((2 * jobs)) \
+    --timeout 900 "$@" "$tree"
 }
 
 # ---------------------------------------------------------------------------
