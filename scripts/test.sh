@@ -196,9 +196,9 @@ leg_x86-avx2() {
   need cmake ninja qemu-x86_64
   expect AVX2,SSE4,SCALAR
   build release
-  local emu="qemu-x86_64 -cpu Haswell-v4"
-  report build-release $emu
-  emulated x86-avx2 build-release --emulator "$emu"
+  local emu=(qemu-x86_64 -cpu Haswell-v4)
+  report build-release "${emu[@]}"
+  emulated x86-avx2 build-release --emulator "${emu[*]}"
 }
 
 leg_asan() {
