@@ -52,8 +52,8 @@ HWY_INLINE void FillIntervalMask(D d, float* HWY_RESTRICT out, std::size_t num,
       return hn::Set(di, static_cast<std::int32_t>(r < N ? r : N));
     };
     const auto index = hn::Iota(di, 0);
-    const auto keep = hn::AndNot(hn::Lt(index, relative(lo)),
-                                 hn::Lt(index, relative(hi)));
+    const auto keep =
+        hn::AndNot(hn::Lt(index, relative(lo)), hn::Lt(index, relative(hi)));
     return hn::IfThenElseZero(hn::RebindMask(d, keep), hn::Set(d, 1.0f));
   };
   if (num < N) {

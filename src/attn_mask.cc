@@ -65,8 +65,7 @@ std::vector<float> bucket_decode_mask_windowed(std::size_t past_seq,
   return mask;
 }
 
-std::vector<float> bucket_decode_mask(std::size_t past_seq,
-                                      std::size_t upper) {
+std::vector<float> bucket_decode_mask(std::size_t past_seq, std::size_t upper) {
   CheckPastWithinUpper("bucket_decode_mask", past_seq, upper);
   return bucket_decode_mask_windowed(past_seq, upper, 0);
 }

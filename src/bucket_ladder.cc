@@ -14,8 +14,8 @@ namespace rlx {
 namespace {
 
 std::string Describe(std::size_t i, const Bucket& b) {
-  return "bucket " + std::to_string(i) + " [" + std::to_string(b.start) +
-         ", " + std::to_string(b.end) + ")";
+  return "bucket " + std::to_string(i) + " [" + std::to_string(b.start) + ", " +
+         std::to_string(b.end) + ")";
 }
 
 // Buckets [1, e0+1) [e0+1, e1+1) ... for strictly increasing extents.
@@ -46,8 +46,8 @@ class BigUint {
     for (std::size_t i = 0; i < limbs_.size(); ++i) {
       std::uint64_t carry = 0;
       for (std::size_t j = 0; j < o.limbs_.size(); ++j) {
-        const std::uint64_t t = std::uint64_t{limbs_[i]} * o.limbs_[j] +
-                                r.limbs_[i + j] + carry;
+        const std::uint64_t t =
+            std::uint64_t{limbs_[i]} * o.limbs_[j] + r.limbs_[i + j] + carry;
         r.limbs_[i + j] = static_cast<std::uint32_t>(t);
         carry = t >> 32;
       }
@@ -107,15 +107,13 @@ BucketLadder::BucketLadder(std::vector<Bucket> buckets)
   }
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     if (buckets_[i].start >= buckets_[i].end) {
-      throw std::invalid_argument("BucketLadder: " +
-                                  Describe(i, buckets_[i]) +
+      throw std::invalid_argument("BucketLadder: " + Describe(i, buckets_[i]) +
                                   " is empty (start >= end)");
     }
     if (i > 0 && buckets_[i - 1].end > buckets_[i].start) {
-      throw std::invalid_argument(
-          "BucketLadder: " + Describe(i, buckets_[i]) +
-          " overlaps or is out of order with " +
-          Describe(i - 1, buckets_[i - 1]));
+      throw std::invalid_argument("BucketLadder: " + Describe(i, buckets_[i]) +
+                                  " overlaps or is out of order with " +
+                                  Describe(i - 1, buckets_[i - 1]));
     }
   }
 }
@@ -158,8 +156,8 @@ BucketLadder BucketLadder::geometric(std::uint64_t max, std::uint64_t count) {
   for (std::uint64_t i = 1; i <= count; ++i) {
     // Start from the float estimate of ceil(max^(i/count)), then step to
     // the exact smallest e with e^count >= max^i.
-    const long double estimate = std::ceil(std::exp2l(
-        static_cast<long double>(i) * std::log2l(max) / count));
+    const long double estimate = std::ceil(
+        std::exp2l(static_cast<long double>(i) * std::log2l(max) / count));
     std::uint64_t e =
         estimate >= static_cast<long double>(max)
             ? max

@@ -82,9 +82,8 @@ double Load(const ScoreView& v, std::size_t off) {
     case ScoreType::kF32:
       return static_cast<const float*>(v.data)[off];
     case ScoreType::kBF16:
-      return F32FromBits(std::uint32_t{static_cast<const std::uint16_t*>(
-                             v.data)[off]}
-                         << 16);
+      return F32FromBits(
+          std::uint32_t{static_cast<const std::uint16_t*>(v.data)[off]} << 16);
     case ScoreType::kF16:
       return F32FromF16(static_cast<const std::uint16_t*>(v.data)[off]);
   }
@@ -119,10 +118,10 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
 
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k) {
-  const std::int64_t offset =
-      mask.query_offsets ? mask.query_offsets[b]
-                         : static_cast<std::int64_t>(scores.k_len) -
-                               static_cast<std::int64_t>(scores.q_len);
+  const std::int64_t offset = mask.query_offsets
+                                  ? mask.query_offsets[b]
+                                  : static_cast<std::int64_t>(scores.k_len) -
+                                        static_cast<std::int64_t>(scores.q_len);
   const std::int64_t abs_q = offset + static_cast<std::int64_t>(q);
   const std::int64_t key = static_cast<std::int64_t>(k);
   switch (mask.kind) {
@@ -139,9 +138,9 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
     case MaskKind::kDecode: {
       // The seed's windowed decode mask at key k.
       const std::size_t lo =
-          mask.window == 0 ? 0
-                           : (mask.past > mask.window ? mask.past - mask.window
-                                                      : 0);
+          mask.window == 0
+              ? 0
+              : (mask.past > mask.window ? mask.past - mask.window : 0);
       return (k >= lo && k < mask.past) || k == mask.upper;
     }
     case MaskKind::kKeepF32: {
@@ -176,9 +175,12 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
     for (std::size_t k = 0; k < s.k_len; ++k) {
       const std::size_t off = Offset(s, scores.strides, b, h, q, k);
       if (mask.kind == MaskKind::kBias) {
+        // A -inf bias masks the key whatever the score (no inf - inf NaN).
+        const float bias = bias_at(mask, s, b, h, q, k);
         Store(scores, off,
-              static_cast<float>(Load(scores, off)) +
-                  bias_at(mask, s, b, h, q, k));
+              bias == -std::numeric_limits<float>::infinity()
+                  ? bias
+                  : static_cast<float>(Load(scores, off)) + bias);
       } else if (!is_kept(mask, s, b, h, q, k)) {
         Store(scores, off, fill);
       }
@@ -220,9 +222,13 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
       sum += t[k];
     }
     for (std::size_t k = 0; k < s.k_len; ++k) {
+      // A kept NaN makes the whole row NaN (its kept keys), even when every
+      // other kept score is -inf.
       double p = 0.0;
-      if (kept[k] && !fully_masked) {
-        p = any_nan ? std::numeric_limits<double>::quiet_NaN() : t[k] / sum;
+      if (kept[k] && any_nan) {
+        p = std::numeric_limits<double>::quiet_NaN();
+      } else if (kept[k] && !fully_masked) {
+        p = t[k] / sum;
       }
       Store(out, Offset(s, out.strides, b, h, q, k), p);
     }

@@ -70,15 +70,15 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> F16BitsFromF32(DF df,
   // Normal f16 (|v| >= 2^-14): rebias the exponent, round off 13 bits.
   const auto rebiased = hn::Sub(abs, hn::Set(di, 0x38000000));
   const auto odd = hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 1));
-  const auto normal = hn::ShiftRight<13>(
-      hn::Add(rebiased, hn::Add(odd, hn::Set(di, 0xFFF))));
+  const auto normal =
+      hn::ShiftRight<13>(hn::Add(rebiased, hn::Add(odd, hn::Set(di, 0xFFF))));
   // Subnormal f16: adding 0.5 puts the f16 subnormal step 2^-24 at the last
   // mantissa bit, and the f32 add rounds to nearest even.
-  const auto subnormal = hn::Sub(
-      hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))),
-      hn::Set(di, 0x3F000000));
-  auto h = hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), subnormal,
-                          normal);
+  const auto subnormal =
+      hn::Sub(hn::BitCast(di, hn::Add(hn::BitCast(df, abs), hn::Set(df, 0.5f))),
+              hn::Set(di, 0x3F000000));
+  auto h =
+      hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), subnormal, normal);
   // |v| >= 65520 rounds to infinity; NaN stays NaN.
   h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x477FEFFF)), hn::Set(di, 0x7C00),
                      h);
@@ -120,8 +120,7 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
       const hn::RebindToUnsigned<DF> du32;
       const auto bits = hn::BitCast(du32, v);
       const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
-      const auto rounded =
-          hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
+      const auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
       const auto high = hn::BitCast(di32, hn::ShiftRight<16>(rounded));
       hn::StoreU(hn::DemoteTo(du16, high), du16, p);
     } else if constexpr (kNativeF16) {

@@ -16,9 +16,10 @@
 #define RLX_SRC_SCORE_KERNELS_INL_H_
 #endif
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cmath>
 #include <cstring>
 #include <limits>
 #include <type_traits>
@@ -91,9 +92,12 @@ struct KeepU8Source {
 
 struct BiasSource {
   const float* HWY_RESTRICT bias;
+  // A -inf bias masks its key whatever the score (+inf - inf would be NaN).
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
-    return hn::Add(t, hn::LoadU(df, bias + k));
+    const auto b = hn::LoadU(df, bias + k);
+    const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+    return hn::IfThenElse(hn::Eq(b, neg_inf), neg_inf, hn::Add(t, b));
   }
   template <class DF>
   HWY_INLINE BiasSource Tail(DF df, std::size_t k, std::size_t count,
@@ -123,12 +127,11 @@ struct NoSource {
 // exactly.
 template <ScoreType kType, class DF, class Source>
 HWY_INLINE void ApplyKeepVector(DF df, const Source& src, std::size_t k,
-                                Elem<kType>* HWY_RESTRICT s,
-                                Elem<kType> fill) {
+                                Elem<kType>* HWY_RESTRICT s, Elem<kType> fill) {
   if constexpr (kType == ScoreType::kF32) {
-    hn::StoreU(hn::IfThenElse(src.Keep(df, k), hn::LoadU(df, s),
-                              hn::Set(df, fill)),
-               df, s);
+    hn::StoreU(
+        hn::IfThenElse(src.Keep(df, k), hn::LoadU(df, s), hn::Set(df, fill)),
+        df, s);
   } else {
     const hn::Rebind<std::uint16_t, DF> du16;
     const hn::RebindToSigned<DF> di32;
@@ -170,8 +173,7 @@ HWY_INLINE void ApplyBiasRow(DF df, const BiasSource& src,
     const std::size_t count = n - k;
     const auto v = LoadRowTail<kType>(df, s + k, count);
     StoreRowTail<kType>(
-        df, src.Tail(df, k, count, bias_buffer).Adjust(df, 0, v), s + k,
-        count);
+        df, src.Tail(df, k, count, bias_buffer).Adjust(df, 0, v), s + k, count);
   }
 }
 
@@ -196,8 +198,8 @@ HWY_INLINE void FillMasked(Elem<kType>* HWY_RESTRICT s, std::size_t n,
 }
 
 template <ScoreType kType>
-void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask,
-                   RowRange rows, float fill_value) {
+void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+                   float fill_value) {
   const hn::ScalableTag<float> df;
   const Shape4& shape = scores.shape;
   const std::size_t n = shape.k_len;
@@ -226,8 +228,8 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask,
             df, BiasSource{static_cast<const float*>(mask.data) + m}, s, n);
         break;
       default:
-        FillMasked<kType>(s, n, detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n),
-                          fill);
+        FillMasked<kType>(
+            s, n, detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n), fill);
     }
   }
 }
@@ -252,8 +254,14 @@ HWY_INLINE hn::Vec<DF> Transform(DF df, hn::Vec<DF> x, float scale,
                                  float softcap) {
   const auto y = hn::Mul(x, hn::Set(df, scale));
   if (softcap <= 0.0f) return y;
-  return hn::Mul(hn::Set(df, softcap),
-                 hn::CallTanh(df, hn::Mul(y, hn::Set(df, 1.0f / softcap))));
+  // NaN bypasses Tanh: Highway 1.0.3's Tanh converts its argument to int on
+  // EMU128, which is undefined for NaN.
+  const auto nan = hn::IsNaN(y);
+  const auto capped = hn::Mul(
+      hn::Set(df, softcap),
+      hn::CallTanh(df, hn::IfThenZeroElse(
+                           nan, hn::Mul(y, hn::Set(df, 1.0f / softcap)))));
+  return hn::IfThenElse(nan, y, capped);
 }
 
 // One kept segment of a row: in[0, n) read, work[0, n) written (f32). The
@@ -270,7 +278,10 @@ struct Segment {
 // fl(scale * max x) = max fl(scale * x) for scale >= 0 (min x for scale < 0),
 // and so is the softcap, applied to the maximum alone. kTransformed: the
 // whole transform plus bias.
-enum class MaxOf { kRaw, kNegated, kTransformed };
+// kRawCapped / kNegatedCapped: the same for softcap rows, where a kept -inf
+// score becomes -c and takes part: it is raised to the lowest finite value,
+// so that a -inf maximum still means "no key kept".
+enum class MaxOf { kRaw, kNegated, kRawCapped, kNegatedCapped, kTransformed };
 
 // Pass 1: the running maximum over one segment.
 template <ScoreType kType, MaxOf kMaxOf, class DF, class Source>
@@ -279,11 +290,16 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
                                   const SoftmaxOptions& options,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
+  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
   const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
     if constexpr (kMaxOf == MaxOf::kRaw) {
       return source.Adjust(df, k, x);
     } else if constexpr (kMaxOf == MaxOf::kNegated) {
       return source.Adjust(df, k, hn::Neg(x));
+    } else if constexpr (kMaxOf == MaxOf::kRawCapped) {
+      return source.Adjust(df, k, hn::Max(x, lowest));
+    } else if constexpr (kMaxOf == MaxOf::kNegatedCapped) {
+      return source.Adjust(df, k, hn::Max(hn::Neg(x), lowest));
     } else {
       return source.Adjust(df, k,
                            Transform(df, x, options.scale, options.softcap));
@@ -294,8 +310,8 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
   auto max1 = max;
   for (; k + 2 * N <= seg.n; k += 2 * N) {
     max = hn::Max(max, value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k));
-    max1 = hn::Max(max1, value(LoadRow<kType>(df, seg.in + k + N), src,
-                               seg.k0 + k + N));
+    max1 = hn::Max(
+        max1, value(LoadRow<kType>(df, seg.in + k + N), src, seg.k0 + k + N));
   }
   max = hn::Max(max, max1);
   for (; k + N <= seg.n; k += N) {
@@ -350,10 +366,10 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
   if (k < seg.n) {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
     const std::size_t count = seg.n - k;
-    const auto e = hn::IfThenElseZero(
-        hn::FirstN(df, count),
-        exp_at(LoadRowTail<kType>(df, seg.in + k, count),
-               src.Tail(df, seg.k0 + k, count, buffer), 0));
+    const auto e =
+        hn::IfThenElseZero(hn::FirstN(df, count),
+                           exp_at(LoadRowTail<kType>(df, seg.in + k, count),
+                                  src.Tail(df, seg.k0 + k, count, buffer), 0));
     StoreRowTail<ScoreType::kF32>(df, e, seg.work + k, count);
     total += hn::GetLane(hn::SumOfLanes(df, e));
   }
@@ -390,21 +406,77 @@ HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
     if constexpr (kBias) {
       max = SegmentMax<kType, MaxOf::kTransformed>(df, segs[i], src, options,
                                                    max);
+    } else if (options.softcap > 0.0f) {
+      max = options.scale >= 0.0f ? SegmentMax<kType, MaxOf::kRawCapped>(
+                                        df, segs[i], src, options, max)
+                                  : SegmentMax<kType, MaxOf::kNegatedCapped>(
+                                        df, segs[i], src, options, max);
     } else if (options.scale >= 0.0f) {
       max = SegmentMax<kType, MaxOf::kRaw>(df, segs[i], src, options, max);
     } else {
       max = SegmentMax<kType, MaxOf::kNegated>(df, segs[i], src, options, max);
     }
   }
-  const float m = hn::GetLane(hn::MaxOfLanes(df, max));
+  // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
+  // -FLT_MAX, which would turn a fully masked (-inf) row into a finite max.
+  HWY_ALIGN float lanes[hn::MaxLanes(df)];
+  hn::Store(max, df, lanes);
+  float m = lanes[0];
+  for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
   // No key kept, or every kept score is -inf: the caller zero-fills. Checked
   // before the scale and softcap, which would turn -inf into something else.
   if (kBias || m == kNegInf) return m;
   const float scaled = std::fabs(options.scale) * m;
-  return options.softcap > 0.0f
-             ? hn::GetLane(Transform(df, hn::Set(df, scaled), 1.0f,
-                                     options.softcap))
-             : scaled;
+  return options.softcap > 0.0f ? hn::GetLane(Transform(df, hn::Set(df, scaled),
+                                                        1.0f, options.softcap))
+                                : scaled;
+}
+
+// Whether any kept transformed score of the segments is NaN. Only called
+// for rows whose maximum came out -inf, so its cost does not matter.
+template <ScoreType kType, class DF, class Source>
+HWY_NOINLINE bool KeptNaN(DF df, const Segment<kType>* segs, std::size_t count,
+                          const Source& src, const SoftmaxOptions& options) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  for (std::size_t i = 0; i < count; ++i) {
+    const Segment<kType>& seg = segs[i];
+    for (std::size_t k = 0; k < seg.n; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto x = LoadRowTail<kType>(df, seg.in + k, n);
+      const auto t =
+          src.Tail(df, seg.k0 + k, n, buffer)
+              .Adjust(df, 0, Transform(df, x, options.scale, options.softcap));
+      if (!hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)))) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+// A NaN row: NaN on every kept key, 0 on the masked keys of a dense mask
+// (those outside the segments of a structured mask are zero-filled by the
+// caller). Rare, so not tuned.
+template <ScoreType kType, class DF, class Source>
+HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
+                              std::size_t count, Elem<kType>* const* outs,
+                              const Source& src) {
+  const std::size_t N = hn::Lanes(df);
+  const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  for (std::size_t i = 0; i < count; ++i) {
+    for (std::size_t k = 0; k < segs[i].n; k += N) {
+      const std::size_t n = std::min(N, segs[i].n - k);
+      // Masked lanes adjust to -inf; kept ones to something finite.
+      const auto adjusted =
+          src.Tail(df, segs[i].k0 + k, n, buffer).Adjust(df, 0, hn::Zero(df));
+      const auto v = hn::IfThenZeroElse(
+          hn::Eq(adjusted, neg_inf),
+          hn::Set(df, std::numeric_limits<float>::quiet_NaN()));
+      StoreRowTail<kType>(df, v, outs[i] + k, n);
+    }
+  }
 }
 
 // The whole softmax of one row over its kept segments (at most two; one
@@ -419,9 +491,21 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   constexpr bool kBias = std::is_same_v<Source, BiasSource>;
   const float max = RowMax<kType>(df, segs, count, src, options);
   if (max == -std::numeric_limits<float>::infinity()) {
-    for (std::size_t i = 0; i < count; ++i) {
-      FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
+    // Fully masked, unless Max dropped a NaN (on x86 it returns its second
+    // operand when either is NaN): a kept NaN still makes a NaN row.
+    if (KeptNaN<kType>(df, segs, count, src, options)) {
+      StoreNaNRow(df, segs, count, outs, src);
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
+      }
     }
+    return;
+  }
+  if (max == std::numeric_limits<float>::infinity()) {
+    // A kept score is +inf after scaling (or overflowed to it): plain
+    // softmax gives inf - inf = NaN.
+    StoreNaNRow(df, segs, count, outs, src);
     return;
   }
   const auto max_v = hn::Set(df, max);
@@ -430,6 +514,13 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   for (std::size_t i = 0; i < count; ++i) {
     sum += plain ? SegmentExp<kType, true>(df, segs[i], src, options, max_v)
                  : SegmentExp<kType, false>(df, segs[i], src, options, max_v);
+  }
+  if (!(sum > 0.0)) {
+    // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
+    // gives, but masked keys stay 0 (normalising them by NaN would not).
+    // The maximum's own exp is ~1, so the sum is never 0 otherwise.
+    StoreNaNRow(df, segs, count, outs, src);
+    return;
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
   for (std::size_t i = 0; i < count; ++i) {
@@ -490,8 +581,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
         // Zero the masked keys first: for an in-place f32 row the kept
         // segments are read below, and the fill never touches them.
         FillMasked<kType>(o, n, kept, Elem<kType>{});
-        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{},
-                               options);
+        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options);
       }
     }
   }

@@ -25,8 +25,8 @@ HWY_EXPORT(MaskedSoftmax);
 namespace {
 
 std::string ShapeString(const Shape4& s) {
-  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.heads) +
-         ", " + std::to_string(s.q_len) + ", " + std::to_string(s.k_len) + "]";
+  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.heads) + ", " +
+         std::to_string(s.q_len) + ", " + std::to_string(s.k_len) + "]";
 }
 
 [[noreturn]] void Fail(const char* who, const std::string& what) {
@@ -105,15 +105,22 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 
 }  // namespace
 
-KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index,
-                   std::size_t q, std::size_t q_len, std::size_t k_len) {
+KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
+                   std::size_t q_len, std::size_t k_len) {
   constexpr const char* kWho = "kept_keys";
   if (k_len == 0) Fail(kWho, "k_len is 0");
   if (q >= q_len) {
     Fail(kWho, "query row " + std::to_string(q) + " is not below q_len " +
                    std::to_string(q_len));
   }
-  CheckMask(kWho, mask, Shape4{batch_index + 1, 1, q_len, k_len});
+  // Only the row's own batch is known: a dense mask must hold that batch
+  // (or broadcast over batches); any head count is fine.
+  const std::size_t batches =
+      detail::IsDense(mask.kind) && mask.shape.batch > batch_index
+          ? mask.shape.batch
+          : batch_index + 1;
+  const std::size_t heads = detail::IsDense(mask.kind) ? mask.shape.heads : 1;
+  CheckMask(kWho, mask, Shape4{batches, heads, q_len, k_len});
   return detail::KeptKeysOf(mask, batch_index, q, q_len, k_len);
 }
 
@@ -144,8 +151,8 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
   }
   if (in.shape.batch != out.shape.batch || in.shape.heads != out.shape.heads ||
       in.shape.q_len != out.shape.q_len || in.shape.k_len != out.shape.k_len) {
-    Fail(kWho, "in shape " + ShapeString(in.shape) + " differs from out shape " +
-                   ShapeString(out.shape));
+    Fail(kWho, "in shape " + ShapeString(in.shape) +
+                   " differs from out shape " + ShapeString(out.shape));
   }
   if (!std::isfinite(options.scale)) {
     Fail(kWho, "scale " + std::to_string(options.scale) + " is not finite");

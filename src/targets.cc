@@ -17,7 +17,7 @@ std::atomic<std::int32_t> g_dispatch_index{-1};
 
 namespace {
 
-std::mutex g_mutex;                    // serialises choosing the target
+std::mutex g_mutex;                     // serialises choosing the target
 std::atomic<std::int64_t> g_active{0};  // Highway bit of the active target
 
 // HWY_EXPORT tables hold one slot per dynamic target plus the fallback; a

@@ -3,6 +3,8 @@
 // the same thing, plus the ladder seam over more ladders, property tests of
 // the SIMD fill against the scalar reference, and the error cases. Every test
 // here runs once per supported target.
+#include "rlx/attn_mask.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "rlx/attn_mask.h"
 #include "rlx/bucket_ladder.h"
 #include "src/reference.h"
 #include "tests/per_target.h"
@@ -94,9 +95,8 @@ TEST_P(DecodeMaskTest, AWindowOfZeroMeansNoWindowAtAll) {
 TEST_P(DecodeMaskTest, AWindowNeverAttendsToPaddingEither) {
   for (std::size_t upper : {1u, 4u, 7u, 16u}) {
     for (std::size_t past = 0; past <= upper; ++past) {
-      for (std::size_t window : {std::size_t{0}, std::size_t{1},
-                                 std::size_t{2}, std::size_t{3}, upper,
-                                 upper + 5}) {
+      for (std::size_t window : {std::size_t{0}, std::size_t{1}, std::size_t{2},
+                                 std::size_t{3}, upper, upper + 5}) {
         const std::vector<float> m =
             bucket_decode_mask_windowed(past, upper, window);
         ASSERT_EQ(m.size(), upper + 1)
@@ -161,7 +161,8 @@ TEST_P(DecodeMaskTest, EveryBucketOfEveryLadderMasksItsPadding) {
       const std::uint64_t key = past < 1 ? 1 : past;
       const std::optional<std::size_t> index = named.ladder.bucket_for(key);
       bool in_a_bucket = false;
-      for (const Bucket& b : buckets) in_a_bucket |= b.start <= key && key < b.end;
+      for (const Bucket& b : buckets)
+        in_a_bucket |= b.start <= key && key < b.end;
       ASSERT_EQ(index.has_value(), in_a_bucket)
           << named.name << ": past=" << past;
       if (!index) continue;  // a gap of a custom ladder
@@ -169,22 +170,22 @@ TEST_P(DecodeMaskTest, EveryBucketOfEveryLadderMasksItsPadding) {
       const std::size_t upper = buckets[*index].upper();
       ASSERT_LE(past, upper) << named.name << ": past=" << past
                              << " routed to a bucket ending at " << upper;
-      for (std::size_t window :
-           {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{3},
-            upper, upper + 5}) {
+      for (std::size_t window : {std::size_t{0}, std::size_t{1}, std::size_t{2},
+                                 std::size_t{3}, upper, upper + 5}) {
         got.assign(upper + 1, std::numeric_limits<float>::quiet_NaN());
         fill_bucket_decode_mask(got, past, upper, window);
         want.assign(upper + 1, -1.0f);
         reference::decode_mask(want.data(), past, upper, window);
-        const std::size_t lo = window == 0 || window >= past ? 0 : past - window;
+        const std::size_t lo =
+            window == 0 || window >= past ? 0 : past - window;
         for (std::size_t i = 0; i <= upper; ++i) {
           const bool keep = (i >= lo && i < past) || i == upper;
           ASSERT_EQ(got[i], keep ? 1.0f : 0.0f)
               << named.name << ": past=" << past << " upper=" << upper
               << " window=" << window << " at " << i;
         }
-        ASSERT_EQ(0, std::memcmp(got.data(), want.data(),
-                                 got.size() * sizeof(float)))
+        ASSERT_EQ(
+            0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)))
             << named.name << ": SIMD and reference differ, past=" << past
             << " upper=" << upper << " window=" << window;
       }
@@ -213,8 +214,7 @@ TEST_P(DecodeMaskTest, FillMatchesReferenceOnRandomShapesAndOffsets) {
     const std::size_t upper =
         (std::size_t{1} << log_width) - 1 + rng() % 3;  // up to 2^18 + 1
     const std::size_t past = rng() % (upper + 1);
-    const std::size_t window_choices[] = {0, 1, rng() % (upper + 2),
-                                          upper + 7};
+    const std::size_t window_choices[] = {0, 1, rng() % (upper + 2), upper + 7};
     const std::size_t window = window_choices[rng() % 4];
     const std::size_t offset = rng() % 17;  // floats: misaligned by 4 bytes
     buffer.assign(kGuard + offset + upper + 1 + kGuard, kCanary);
@@ -242,8 +242,8 @@ TEST_P(DecodeMaskTest, FillMatchesReferenceAtEveryTailLength) {
   constexpr std::size_t kGuard = 8;
   const float kCanary = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> buffer, want;
-  for (std::size_t misalign : {std::size_t{0}, kMaxLanes / 4,
-                               3 * kMaxLanes / 5}) {
+  for (std::size_t misalign :
+       {std::size_t{0}, kMaxLanes / 4, 3 * kMaxLanes / 5}) {
     for (std::size_t width = 1; width <= 3 * kMaxLanes + 1; ++width) {
       const std::size_t upper = width - 1;
       for (std::size_t past = 0; past <= upper; ++past) {
@@ -255,8 +255,8 @@ TEST_P(DecodeMaskTest, FillMatchesReferenceAtEveryTailLength) {
           want.assign(width, -1.0f);
           reference::decode_mask(want.data(), past, upper, window);
           ASSERT_EQ(0, std::memcmp(out, want.data(), width * sizeof(float)))
-              << "past=" << past << " upper=" << upper
-              << " window=" << window << " misalign=" << misalign;
+              << "past=" << past << " upper=" << upper << " window=" << window
+              << " misalign=" << misalign;
           ASSERT_EQ(Bits(out[-1]), Bits(kCanary));
           ASSERT_EQ(Bits(out[width]), Bits(kCanary));
         }

@@ -50,7 +50,7 @@ void ExpectRoutingAtEveryEdge(const BucketLadder& ladder) {
     const bool last = i + 1 == buckets.size();
     const std::optional<std::size_t> next =
         (!last && buckets[i + 1].start == b.end) ? std::optional(i + 1)
-                                                  : std::nullopt;
+                                                 : std::nullopt;
     EXPECT_EQ(ladder.bucket_for(b.end), next) << "end of bucket " << i;
   }
   EXPECT_EQ(ladder.bucket_for(std::numeric_limits<std::uint64_t>::max()),
@@ -137,9 +137,9 @@ TEST(BucketLadderTest, LargeLaddersHaveExactExtentsAndRouteAtEveryEdge) {
                           std::uint64_t{1} << 36, std::uint64_t{1} << 48,
                           std::uint64_t{1} << 60));
   // The top power of two: extent 2^63 itself is fine.
-  EXPECT_EQ(Extents(BucketLadder::power_of_two(1, std::uint64_t{1} << 63))
-                .back(),
-            std::uint64_t{1} << 63);
+  EXPECT_EQ(
+      Extents(BucketLadder::power_of_two(1, std::uint64_t{1} << 63)).back(),
+      std::uint64_t{1} << 63);
 }
 
 TEST(BucketLadderTest, CustomLaddersKeepGapsUnrouted) {
@@ -166,14 +166,22 @@ std::string ErrorOf(const std::function<void()>& f) {
 
 TEST(BucketLadderTest, RejectsBadLaddersNamingTheBucket) {
   EXPECT_THAT(ErrorOf([] { BucketLadder({}); }), HasSubstr("empty"));
-  EXPECT_THAT(ErrorOf([] { BucketLadder({{1, 4}, {4, 4}}); }),
+  EXPECT_THAT(ErrorOf([] {
+                BucketLadder({{1, 4}, {4, 4}});
+              }),
               HasSubstr("bucket 1 [4, 4) is empty"));
-  EXPECT_THAT(ErrorOf([] { BucketLadder({{5, 3}}); }),
+  EXPECT_THAT(ErrorOf([] {
+                BucketLadder({{5, 3}});
+              }),
               HasSubstr("bucket 0 [5, 3) is empty"));
-  EXPECT_THAT(ErrorOf([] { BucketLadder({{1, 9}, {8, 17}}); }),
+  EXPECT_THAT(ErrorOf([] {
+                BucketLadder({{1, 9}, {8, 17}});
+              }),
               HasSubstr("bucket 1 [8, 17) overlaps or is out of order with "
                         "bucket 0 [1, 9)"));
-  EXPECT_THAT(ErrorOf([] { BucketLadder({{20, 30}, {1, 9}}); }),
+  EXPECT_THAT(ErrorOf([] {
+                BucketLadder({{20, 30}, {1, 9}});
+              }),
               HasSubstr("bucket 1 [1, 9)"));
 }
 

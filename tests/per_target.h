@@ -43,8 +43,8 @@ inline int ScaledIterations(int n) {
 
 }  // namespace rlx::testing
 
-#define RLX_INSTANTIATE_PER_TARGET(Suite)                                  \
-  INSTANTIATE_TEST_SUITE_P(PerTarget, Suite,                               \
+#define RLX_INSTANTIATE_PER_TARGET(Suite)                                   \
+  INSTANTIATE_TEST_SUITE_P(PerTarget, Suite,                                \
                            ::testing::ValuesIn(::rlx::supported_targets()), \
                            ::rlx::testing::TargetParamName)
 

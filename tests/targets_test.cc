@@ -52,7 +52,8 @@ TEST(TargetsTest, SupportedAreCompiledAndTheBestIsActive) {
 TEST(TargetsTest, TheCpuOffersTheTargetsThisLegExpects) {
   const char* expected = std::getenv("RLX_EXPECT_TARGETS");
   const char* active = std::getenv("RLX_EXPECT_ACTIVE");
-  if (std::getenv("CI") != nullptr && std::string(std::getenv("CI")) == "true") {
+  if (std::getenv("CI") != nullptr &&
+      std::string(std::getenv("CI")) == "true") {
     ASSERT_TRUE(expected != nullptr && active != nullptr)
         << "under CI every leg states RLX_EXPECT_TARGETS and "
            "RLX_EXPECT_ACTIVE";
@@ -89,8 +90,8 @@ TEST(TargetsTest, UnknownTargetsAreRejectedListingTheValidOnes) {
   } catch (const std::invalid_argument& e) {
     EXPECT_THAT(e.what(), HasSubstr("force_target"));
     EXPECT_THAT(e.what(), HasSubstr("\"AVX9000\""));
-    EXPECT_THAT(e.what(), HasSubstr("supported targets: " +
-                                    supported_targets().front()));
+    EXPECT_THAT(e.what(),
+                HasSubstr("supported targets: " + supported_targets().front()));
   }
   EXPECT_EQ(active_target(), before) << "a rejected name changed the target";
   // A target of this build that the CPU cannot run, if there is one.

@@ -72,10 +72,10 @@ class BucketedCache {
   // a bucket of the ladder; nothing is dropped then.
   void retain_only(std::size_t index) {
     if (index >= artifacts_.size()) {
-      throw std::invalid_argument(
-          "BucketedCache::retain_only: index " + std::to_string(index) +
-          " is not below the bucket count " +
-          std::to_string(artifacts_.size()));
+      throw std::invalid_argument("BucketedCache::retain_only: index " +
+                                  std::to_string(index) +
+                                  " is not below the bucket count " +
+                                  std::to_string(artifacts_.size()));
     }
     for (std::size_t i = 0; i < artifacts_.size(); ++i) {
       if (i != index) artifacts_[i].reset();

@@ -22,8 +22,8 @@ namespace rlx {
 // to under `mask`. For dense kinds and None this is the whole row [0, k_len):
 // which keys a dense mask keeps is decided per element. Executors use this to
 // skip the masked part of P x V. Throws std::invalid_argument as above.
-KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index,
-                   std::size_t q, std::size_t q_len, std::size_t k_len);
+KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
+                   std::size_t q_len, std::size_t k_len);
 
 // Masked scores become `fill` (default -inf; -1e9f reproduces the RLX CPU
 // executor). Kept scores are left untouched, bit for bit. A Bias mask is

@@ -40,8 +40,8 @@ struct Strides3 {
   std::size_t batch = 0, head = 0, row = 0;
   // The contiguous layout of `shape`.
   static Strides3 contiguous(const Shape4& shape) {
-    return {shape.heads * shape.q_len * shape.k_len,
-            shape.q_len * shape.k_len, shape.k_len};
+    return {shape.heads * shape.q_len * shape.k_len, shape.q_len * shape.k_len,
+            shape.k_len};
   }
 };
 
@@ -90,11 +90,11 @@ enum class MaskKind : std::uint8_t {
 // the query in their window W; pass w = W - 1 for theirs.
 struct MaskSpec {
   MaskKind kind = MaskKind::kNone;
-  std::size_t window = 0;             // kSlidingWindow, kDecode
-  std::size_t past = 0, upper = 0;    // kDecode: requires k_len == upper + 1
-  const void* data = nullptr;         // dense kinds
-  Shape4 shape;                       // dense kinds: extents, 1 = broadcast
-  Strides3 strides;                   // dense kinds: element strides
+  std::size_t window = 0;           // kSlidingWindow, kDecode
+  std::size_t past = 0, upper = 0;  // kDecode: requires k_len == upper + 1
+  const void* data = nullptr;       // dense kinds
+  Shape4 shape;                     // dense kinds: extents, 1 = broadcast
+  Strides3 strides;                 // dense kinds: element strides
   // Optional per-batch absolute position of query row 0 (batch entries);
   // nullptr means k_len - q_len for every batch. Used by Causal and
   // SlidingWindow; may be negative (rows before key 0 keep nothing).
