@@ -23,6 +23,10 @@
 #   aarch64-neon    its tests under qemu-aarch64, QEMU_CPU=cortex-a57 (NEON)
 #   aarch64-sve256  QEMU_CPU=max,sve256=on (SVE_256 SVE2 SVE NEON, SVE_256)
 #   aarch64-sve2    QEMU_CPU=max: 512-bit SVE2 (SVE2 SVE NEON, SVE2 active)
+#   fuzz            clang ASan+UBSan build of tests/fuzz, run for
+#                   RLX_FUZZ_SECONDS (default 60) from tests/fuzz/corpus:
+#                   every kernel on every target against the oracle
+#   rust            bindings/rust: cargo test --offline (the seed's own tests)
 #
 # Every leg states the targets it expects to targets_test through
 # RLX_EXPECT_TARGETS (all must be supported) and RLX_EXPECT_ACTIVE (the best).
@@ -43,7 +47,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 
 all_legs=(install native x86-avx2 asan consumer aarch64-build aarch64-neon
-          aarch64-sve256 aarch64-sve2)
+          aarch64-sve256 aarch64-sve2 fuzz rust)
 
 # RLX_TEST_SCALE per emulated leg, measured to keep the whole command near
 # 30 minutes on 2 cores: qemu runs AVX2 code ~70x and SVE code ~100x slower
@@ -54,7 +58,7 @@ if [ -n "${RLX_EMULATED_TEST_SCALE:-}" ]; then
   for k in "${!scale[@]}"; do scale[$k]=$RLX_EMULATED_TEST_SCALE; done
 fi
 
-usage() { sed -n '3,40s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,44s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 jobs=$(nproc 2>/dev/null || echo 2)
 selected=()
@@ -256,6 +260,41 @@ leg_aarch64-sve256() {
 }
 leg_aarch64-sve2() { aarch64 aarch64-sve2 max SVE2,SVE,NEON; }
 
+leg_fuzz() {
+  need cmake ninja clang++
+  local targets
+  targets=$(native_targets)
+  expect "$targets"
+  local start=$SECONDS
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
+    -DRLX_ATTN_MASK_SANITIZE=ON -DRLX_ATTN_MASK_FUZZ=ON \
+    -DRLX_ATTN_MASK_BUILD_TESTS=OFF -DRLX_ATTN_MASK_BUILD_BENCH=OFF \
+    -DRLX_ATTN_MASK_BUILD_EXAMPLES=OFF
+  cmake --build build-fuzz --parallel "$jobs" --target score_kernels_fuzzer
+  say "built the fuzzer in $((SECONDS - start)) s"
+  # New inputs go to a scratch corpus; the committed one holds regressions.
+  local scratch
+  scratch=$(mktemp -d)
+  build-fuzz/tests/fuzz/score_kernels_fuzzer -max_total_time="${RLX_FUZZ_SECONDS:-60}" \
+    -max_len=4096 -artifact_prefix="$scratch/" -print_final_stats=1 \
+    "$scratch" tests/fuzz/corpus
+  rm -rf "$scratch"
+}
+
+leg_rust() {
+  if ! command -v cargo >/dev/null 2>&1 && [ -f "$HOME/.cargo/env" ]; then
+    # shellcheck disable=SC1091
+    . "$HOME/.cargo/env"
+  fi
+  if ! command -v cargo >/dev/null 2>&1; then
+    say "no cargo: installing Debian's"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q cargo
+  fi
+  need cargo cmake
+  (cd bindings/rust && cargo test --offline)
+}
+
 # ---------------------------------------------------------------------------
 
 declare -A result seconds
@@ -270,6 +309,8 @@ describe() {
     aarch64-neon) echo "aarch64 tests, qemu cortex-a57 (NEON)" ;;
     aarch64-sve256) echo "aarch64 tests, qemu max,sve256=on (SVE_256)" ;;
     aarch64-sve2) echo "aarch64 tests, qemu max (SVE2, 512-bit)" ;;
+    fuzz) echo "libFuzzer, clang ASan+UBSan, every target vs the oracle" ;;
+    rust) echo "Rust crate: cargo test --offline (the seed's tests)" ;;
   esac
 }
 
