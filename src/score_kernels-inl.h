@@ -45,12 +45,21 @@ namespace hn = hwy::HWY_NAMESPACE;
 // where not kept, or + bias). Tail(...) copies `count` lanes into a zeroed
 // buffer (zero = masked for keep masks, no bias) and returns a source that
 // reads it at k = 0.
-struct KeepF32Source {
-  const float* HWY_RESTRICT m;
+// Dense keep masks: f32 (kept iff m >= 0.5, so a NaN entry masks: fails
+// closed) or u8 (kept iff m != 0).
+template <typename M>
+struct KeepSource {
+  const M* HWY_RESTRICT m;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
-    // m >= 0.5 is false for NaN: a NaN mask entry masks (fails closed).
-    return hn::Ge(hn::LoadU(df, m + k), hn::Set(df, 0.5f));
+    if constexpr (std::is_same_v<M, float>) {
+      return hn::Ge(hn::LoadU(df, m + k), hn::Set(df, 0.5f));
+    } else {
+      const hn::Rebind<std::uint8_t, DF> du8;
+      const hn::RebindToSigned<DF> di32;
+      const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, m + k));
+      return hn::RebindMask(df, hn::Not(hn::Eq(bytes, hn::Zero(di32))));
+    }
   }
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
@@ -58,37 +67,16 @@ struct KeepF32Source {
                           hn::Set(df, -std::numeric_limits<float>::infinity()));
   }
   template <class DF>
-  HWY_INLINE KeepF32Source Tail(DF df, std::size_t k, std::size_t count,
-                                float* buffer) const {
-    std::memset(buffer, 0, hn::MaxLanes(df) * sizeof(float));
-    std::memcpy(buffer, m + k, count * sizeof(float));
-    return {buffer};
+  HWY_INLINE KeepSource Tail(DF df, std::size_t k, std::size_t count,
+                             float* buffer) const {
+    auto* copy = reinterpret_cast<M*>(buffer);
+    std::memset(copy, 0, hn::MaxLanes(df) * sizeof(M));
+    std::memcpy(copy, m + k, count * sizeof(M));
+    return {copy};
   }
 };
-
-struct KeepU8Source {
-  const std::uint8_t* HWY_RESTRICT m;
-  template <class DF>
-  HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
-    const hn::Rebind<std::uint8_t, DF> du8;
-    const hn::RebindToSigned<DF> di32;
-    const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, m + k));
-    return hn::RebindMask(df, hn::Not(hn::Eq(bytes, hn::Zero(di32))));
-  }
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
-    return hn::IfThenElse(Keep(df, k), t,
-                          hn::Set(df, -std::numeric_limits<float>::infinity()));
-  }
-  template <class DF>
-  HWY_INLINE KeepU8Source Tail(DF df, std::size_t k, std::size_t count,
-                               float* buffer) const {
-    auto* bytes = reinterpret_cast<std::uint8_t*>(buffer);
-    std::memset(bytes, 0, hn::MaxLanes(df));
-    std::memcpy(bytes, m + k, count);
-    return {bytes};
-  }
-};
+using KeepF32Source = KeepSource<float>;
+using KeepU8Source = KeepSource<std::uint8_t>;
 
 struct BiasSource {
   const float* HWY_RESTRICT bias;
