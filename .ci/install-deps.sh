@@ -12,7 +12,8 @@ set -euo pipefail
 arch=$(dpkg --print-architecture)
 native=(cmake ninja-build g++ clang libclang-rt-14-dev libhwy-dev libgtest-dev
         libgmock-dev libbenchmark-dev pkg-config qemu-user
-        g++-aarch64-linux-gnu libc6-dev-arm64-cross)
+        g++-aarch64-linux-gnu libc6-dev-arm64-cross cargo)
+# cargo (Debian's, rustc 1.63) is for the rust leg (bindings/rust).
 # gmock is its own package (the tests link GTest::gmock); the aarch64 build
 # builds the benchmarks too, so that they are known to compile for SVE.
 # libc6:arm64 (a dependency anyway) is the runtime the tests run on under

@@ -287,10 +287,6 @@ leg_rust() {
     # shellcheck disable=SC1091
     . "$HOME/.cargo/env"
   fi
-  if ! command -v cargo >/dev/null 2>&1; then
-    say "no cargo: installing Debian's"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q cargo
-  fi
   need cargo cmake
   (cd bindings/rust && cargo test --offline)
 }
