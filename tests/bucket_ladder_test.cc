@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rlx/bucketed_cache.h"
+#include "tests/error_of.h"
 
 namespace rlx {
 namespace {
@@ -155,14 +156,7 @@ TEST(BucketLadderTest, CustomLaddersKeepGapsUnrouted) {
   EXPECT_EQ(BucketLadder({{10, 20}}).bucket_for(9), std::nullopt);
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::ErrorOf;
 
 TEST(BucketLadderTest, RejectsBadLaddersNamingTheBucket) {
   EXPECT_THAT(ErrorOf([] { BucketLadder({}); }), HasSubstr("empty"));

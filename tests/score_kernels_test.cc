@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "src/reference.h"
+#include "tests/error_of.h"
 #include "tests/per_target.h"
 #include "tests/score_check.h"
 
@@ -419,14 +420,7 @@ TEST_P(ScoreKernelsTest, ApplyKeepsKeptBitsIncludingNaNPayloads) {
   EXPECT_EQ(s[4], 0xFC00) << "-inf in f16";
 }
 
-std::string ErrorOf(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::ErrorOf;
 
 TEST_P(ScoreKernelsTest, BadInputThrowsNamingTheValuesAndWritesNothing) {
   std::vector<float> s(64, 3.0f);

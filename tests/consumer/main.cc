@@ -59,13 +59,13 @@ int main() {
                                ? std::string(forced)
                                : (supported.empty() ? "" : supported.front());
   Check(active == want, "active_target() " + active + " == " + want);
-  Check(std::find(supported.begin(), supported.end(), active) !=
-            supported.end(),
-        "active_target() is supported");
+  Check(
+      std::find(supported.begin(), supported.end(), active) != supported.end(),
+      "active_target() is supported");
   if (const char* expect = std::getenv("RLX_EXPECT_ACTIVE");
       expect != nullptr && (forced == nullptr || *forced == '\0')) {
-    Check(active == expect, "active_target() " + active +
-                                " == RLX_EXPECT_ACTIVE " + expect);
+    Check(active == expect,
+          "active_target() " + active + " == RLX_EXPECT_ACTIVE " + expect);
   }
 
   std::cout << "consumer: " << (failures == 0 ? "OK" : "FAILED")
