@@ -87,24 +87,51 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> F16BitsFromF32(DF df,
   return hn::Or(h, sign);
 }
 
+// The N 16-bit lanes that pair with N f32 lanes.
+template <class DF>
+using RowBits16 = hn::Rebind<std::uint16_t, DF>;
+
+// 16-bit row bits -> f32 (exact).
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<DF> F32FromRowBits(DF df, hn::Vec<RowBits16<DF>> bits) {
+  if constexpr (kType == ScoreType::kBF16) {
+    const hn::RebindToUnsigned<DF> du32;
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
+  } else if constexpr (kNativeF16) {
+    const hn::Rebind<hwy::float16_t, DF> df16;
+    return hn::PromoteTo(df, hn::BitCast(df16, bits));
+  } else {
+    const hn::RebindToSigned<DF> di32;
+    return F32FromF16Bits(df, hn::PromoteTo(di32, bits));
+  }
+}
+
+// f32 -> 16-bit row bits, rounded to nearest even.
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<RowBits16<DF>> RowBitsFromF32(DF df, hn::Vec<DF> v) {
+  const RowBits16<DF> du16;
+  const hn::RebindToSigned<DF> di32;
+  if constexpr (kType == ScoreType::kBF16) {
+    const hn::RebindToUnsigned<DF> du32;
+    const auto bits = hn::BitCast(du32, v);
+    const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
+    const auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
+    return hn::DemoteTo(du16, hn::BitCast(di32, hn::ShiftRight<16>(rounded)));
+  } else if constexpr (kNativeF16) {
+    const hn::Rebind<hwy::float16_t, DF> df16;
+    return hn::BitCast(du16, hn::DemoteTo(df16, v));
+  } else {
+    return hn::DemoteTo(du16, F16BitsFromF32(df, v));
+  }
+}
+
 // Loads N elements as f32 (exact for every type).
 template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRow(DF df, const Elem<kType>* HWY_RESTRICT p) {
   if constexpr (kType == ScoreType::kF32) {
     return hn::LoadU(df, p);
   } else {
-    const hn::Rebind<std::uint16_t, DF> du16;
-    const auto bits = hn::LoadU(du16, p);
-    if constexpr (kType == ScoreType::kBF16) {
-      const hn::RebindToUnsigned<DF> du32;
-      return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, bits)));
-    } else if constexpr (kNativeF16) {
-      const hn::Rebind<hwy::float16_t, DF> df16;
-      return hn::PromoteTo(df, hn::BitCast(df16, bits));
-    } else {
-      const hn::RebindToSigned<DF> di32;
-      return F32FromF16Bits(df, hn::PromoteTo(di32, bits));
-    }
+    return F32FromRowBits<kType>(df, hn::LoadU(RowBits16<DF>(), p));
   }
 }
 
@@ -114,42 +141,61 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
   if constexpr (kType == ScoreType::kF32) {
     hn::StoreU(v, df, p);
   } else {
-    const hn::Rebind<std::uint16_t, DF> du16;
-    const hn::RebindToSigned<DF> di32;
-    if constexpr (kType == ScoreType::kBF16) {
-      const hn::RebindToUnsigned<DF> du32;
-      const auto bits = hn::BitCast(du32, v);
-      const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
-      const auto rounded = hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
-      const auto high = hn::BitCast(di32, hn::ShiftRight<16>(rounded));
-      hn::StoreU(hn::DemoteTo(du16, high), du16, p);
-    } else if constexpr (kNativeF16) {
-      const hn::Rebind<hwy::float16_t, DF> df16;
-      hn::StoreU(hn::BitCast(du16, hn::DemoteTo(df16, v)), du16, p);
-    } else {
-      hn::StoreU(hn::DemoteTo(du16, F16BitsFromF32(df, v)), du16, p);
-    }
+    hn::StoreU(RowBitsFromF32<kType>(df, v), RowBits16<DF>(), p);
   }
 }
 
-// A tail of `count` < N elements, through a stack buffer so that nothing past
-// p[count) is touched (a full vector could fault, or touch a neighbour's
-// bytes: another row, or a stride gap that must stay untouched). Lanes past
-// `count` load as zero bits.
+// Whether this target's masked loads and stores of the row type's lanes
+// never touch memory of a masked-off lane (no fault, no write): AVX-512
+// (every lane size), AVX2 (32-bit lanes: vmaskmov), SVE (predicated).
+// Elsewhere (SSE4, NEON, the fallbacks; AVX2 16-bit) Highway 1.0.3 emulates
+// them with full-vector accesses, so tails go through a stack buffer.
+template <ScoreType kType>
+constexpr bool kMaskedTails = HWY_TARGET == HWY_AVX3 ||
+                              HWY_TARGET == HWY_AVX3_DL ||
+                              (HWY_TARGET == HWY_AVX2 &&
+                               kType == ScoreType::kF32) ||
+                              HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2
+                              || HWY_TARGET == HWY_SVE_256
+                              || HWY_TARGET == HWY_SVE2_128;
+
+// A tail of `count` < N elements: nothing past p[count) is touched (a full
+// vector could fault, or touch a neighbour's bytes: another row, or a stride
+// gap that must stay untouched). Lanes past `count` load as zero bits.
 template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
                                    std::size_t count) {
-  HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)] = {};
-  std::memcpy(buffer, p, count * sizeof(Elem<kType>));
-  return LoadRow<kType>(df, buffer);
+  if constexpr (kMaskedTails<kType>) {
+    if constexpr (kType == ScoreType::kF32) {
+      return hn::MaskedLoad(hn::FirstN(df, count), df, p);
+    } else {
+      const RowBits16<DF> du16;
+      return F32FromRowBits<kType>(
+          df, hn::MaskedLoad(hn::FirstN(du16, count), du16, p));
+    }
+  } else {
+    HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)] = {};
+    std::memcpy(buffer, p, count * sizeof(Elem<kType>));
+    return LoadRow<kType>(df, buffer);
+  }
 }
 
 template <ScoreType kType, class DF>
 HWY_INLINE void StoreRowTail(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p,
                              std::size_t count) {
-  HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)];
-  StoreRow<kType>(df, v, buffer);
-  std::memcpy(p, buffer, count * sizeof(Elem<kType>));
+  if constexpr (kMaskedTails<kType>) {
+    if constexpr (kType == ScoreType::kF32) {
+      hn::BlendedStore(v, hn::FirstN(df, count), df, p);
+    } else {
+      const RowBits16<DF> du16;
+      hn::BlendedStore(RowBitsFromF32<kType>(df, v), hn::FirstN(du16, count),
+                       du16, p);
+    }
+  } else {
+    HWY_ALIGN Elem<kType> buffer[hn::MaxLanes(df)];
+    StoreRow<kType>(df, v, buffer);
+    std::memcpy(p, buffer, count * sizeof(Elem<kType>));
+  }
 }
 
 // The bits of `value` as the row type (apply_mask's fill).
