@@ -17,6 +17,7 @@
 #endif
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +31,7 @@
 #include "rlx/score_kernels.h"
 #include "src/mask_rows.h"
 #include "src/row_convert-inl.h"
+#include "src/row_prefetch.h"
 #include "src/softmax_exp-inl.h"
 #include "src/store_run-inl.h"
 
@@ -236,6 +238,8 @@ void ApplyMask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
 
 // ------------------------------ masked softmax
 
+constexpr double kLog2e = 1.44269504088896340736;
+
 // softcap(scale * x): c * tanh(scale * x / c) when c > 0.
 template <class DF>
 HWY_INLINE hn::Vec<DF> Transform(DF df, hn::Vec<DF> x, float scale,
@@ -293,18 +297,21 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
                            Transform(df, x, options.scale, options.softcap));
     }
   };
+  const auto at = [&](std::size_t k) {
+    return value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
+  };
   std::size_t k = 0;
-  // Two accumulators hide the latency of Max.
-  auto max1 = max;
-  for (; k + 2 * N <= seg.n; k += 2 * N) {
-    max = hn::Max(max, value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k));
-    max1 = hn::Max(
-        max1, value(LoadRow<kType>(df, seg.in + k + N), src, seg.k0 + k + N));
+  // Four accumulators: Max has a latency of 4 cycles and 2 issue per cycle
+  // on AVX-512 cores, so fewer would leave this loop latency-bound.
+  auto max1 = max, max2 = max, max3 = max;
+  for (; k + 4 * N <= seg.n; k += 4 * N) {
+    max = hn::Max(max, at(k));
+    max1 = hn::Max(max1, at(k + N));
+    max2 = hn::Max(max2, at(k + 2 * N));
+    max3 = hn::Max(max3, at(k + 3 * N));
   }
-  max = hn::Max(max, max1);
-  for (; k + N <= seg.n; k += N) {
-    max = hn::Max(max, value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k));
-  }
+  max = hn::Max(hn::Max(max, max1), hn::Max(max2, max3));
+  for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
   if (k < seg.n) {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
     const std::size_t count = seg.n - k;
@@ -318,49 +325,78 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
 }
 
 // Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
-// (and biased) score; returns the sum. Without softcap and bias (kPlain),
-// t - max = scale * x - max is one FMA. Lane sums are reduced every kBlock
-// vectors into a double, so the rounding error of the sum stays a few ulp
-// for any row length.
+// (and biased) score; returns the sum. The exp is taken in base 2. Without
+// softcap and bias (kPlain), its argument (x scale - max) log2 e is one FMA,
+// x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
+// rounding of the constants costs no accuracy); the caller takes this path
+// only when both constants are finite. Otherwise it is (t - max) log2 e,
+// which never overflows on the way. Lane sums are reduced into a double
+// every kBlock steps (below).
 template <ScoreType kType, bool kPlain, class DF, class Source>
 HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
                              const Source& src, const SoftmaxOptions& options,
-                             hn::Vec<DF> max) {
+                             float max, detail::RowPrefetch& prefetch) {
   const std::size_t N = hn::Lanes(df);
-  constexpr std::size_t kBlock = 8;
-  const auto scale = hn::Set(df, options.scale);
-  const auto neg_max = hn::Neg(max);
+  constexpr std::size_t kBlock = 4;
+  const auto log2e =
+      hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
+  const auto neg_max_log2e = hn::Set(df, static_cast<float>(-max * kLog2e));
+  const auto max_v = hn::Set(df, max);
   const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
     if constexpr (kPlain) {
-      return SoftmaxExp(df,
-                        source.Adjust(df, k, hn::MulAdd(x, scale, neg_max)));
+      return SoftmaxExp2(
+          df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
     } else {
       const auto t = source.Adjust(
           df, k, Transform(df, x, options.scale, options.softcap));
-      return SoftmaxExp(df, hn::Add(t, neg_max));
+      return SoftmaxExp2(df, hn::Mul(hn::Sub(t, max_v), log2e));
     }
+  };
+  // Locals, so that the compiler need not reload them after every store
+  // (work may be in: an in-place f32 row).
+  const Elem<kType>* in = seg.in;
+  float* work = seg.work;
+  const std::size_t k0 = seg.k0, n = seg.n;
+  detail::RowPrefetch pf = prefetch;
+  const auto exp_store = [&](std::size_t k) {
+    const auto e = exp_at(LoadRow<kType>(df, in + k), src, k0 + k);
+    hn::StoreU(e, df, work + k);
+    return e;
   };
   double total = 0.0;
   std::size_t k = 0;
-  while (k + N <= seg.n) {
-    auto sum = hn::Zero(df);
-    for (std::size_t v = 0; v < kBlock && k + N <= seg.n; ++v, k += N) {
-      const auto e = exp_at(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
-      hn::StoreU(e, df, seg.work + k);
-      sum = hn::Add(sum, e);
+  // Four vectors per step, each with its own sum: their exp chains are
+  // independent, which the out-of-order window needs to keep both FMA
+  // ports busy. A block is kBlock steps; each lane of a step sum adds
+  // kBlock values, so its rounding error stays a few ulp for any row length.
+  while (k + 4 * N <= n) {
+    auto sum0 = hn::Zero(df), sum1 = sum0, sum2 = sum0, sum3 = sum0;
+    for (std::size_t step = 0; step < kBlock && k + 4 * N <= n;
+         ++step, k += 4 * N) {
+      sum0 = hn::Add(sum0, exp_store(k));
+      sum1 = hn::Add(sum1, exp_store(k + N));
+      sum2 = hn::Add(sum2, exp_store(k + 2 * N));
+      sum3 = hn::Add(sum3, exp_store(k + 3 * N));
+      pf.Step();
     }
+    const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
     total += hn::GetLane(hn::SumOfLanes(df, sum));
   }
-  if (k < seg.n) {
+  if (k + N <= n) {
+    auto sum = hn::Zero(df);
+    for (; k + N <= n; k += N) sum = hn::Add(sum, exp_store(k));
+    total += hn::GetLane(hn::SumOfLanes(df, sum));
+  }
+  if (k < n) {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
-    const std::size_t count = seg.n - k;
-    const auto e =
-        hn::IfThenElseZero(hn::FirstN(df, count),
-                           exp_at(LoadRowTail<kType>(df, seg.in + k, count),
-                                  src.Tail(df, seg.k0 + k, count, buffer), 0));
-    StoreRowTail<ScoreType::kF32>(df, e, seg.work + k, count);
+    const std::size_t count = n - k;
+    const auto e = hn::IfThenElseZero(
+        hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
+                                      src.Tail(df, k0 + k, count, buffer), 0));
+    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
     total += hn::GetLane(hn::SumOfLanes(df, e));
   }
+  prefetch = pf;
   return total;
 }
 
@@ -405,12 +441,17 @@ HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
       max = SegmentMax<kType, MaxOf::kNegated>(df, segs[i], src, options, max);
     }
   }
-  // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
-  // -FLT_MAX, which would turn a fully masked (-inf) row into a finite max.
-  HWY_ALIGN float lanes[hn::MaxLanes(df)];
-  hn::Store(max, df, lanes);
-  float m = lanes[0];
-  for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+  float m;
+  if constexpr (HWY_TARGET == HWY_EMU128) {
+    // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
+    // -FLT_MAX, which would turn a fully masked (-inf) row into a finite max.
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(max, df, lanes);
+    m = lanes[0];
+    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+  } else {
+    m = hn::GetLane(hn::MaxOfLanes(df, max));
+  }
   // No key kept, or every kept score is -inf: the caller zero-fills. Checked
   // before the scale and softcap, which would turn -inf into something else.
   if (kBias || m == kNegInf) return m;
@@ -475,7 +516,8 @@ template <ScoreType kType, class DF, class Source>
 HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
                                 std::size_t count, Elem<kType>* const* outs,
                                 const Source& src,
-                                const SoftmaxOptions& options) {
+                                const SoftmaxOptions& options,
+                                detail::RowPrefetch& prefetch) {
   constexpr bool kBias = std::is_same_v<Source, BiasSource>;
   const float max = RowMax<kType>(df, segs, count, src, options);
   if (max == -std::numeric_limits<float>::infinity()) {
@@ -496,12 +538,20 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
     StoreNaNRow(df, segs, count, outs, src);
     return;
   }
-  const auto max_v = hn::Set(df, max);
-  const bool plain = !kBias && options.softcap <= 0.0f;
+  // The one-FMA argument of SegmentExp rounds -max log2 e, which shifts
+  // every argument by up to |max log2 e| 2^-24: a common factor that cancels
+  // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
+  // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
+  // argument, as do scales whose scale log2 e would overflow.
+  const bool plain = !kBias && options.softcap <= 0.0f &&
+                     std::fabs(max * kLog2e) <= 0x1p20 &&
+                     std::fabs(options.scale * kLog2e) <= FLT_MAX;
   double sum = 0.0;
   for (std::size_t i = 0; i < count; ++i) {
-    sum += plain ? SegmentExp<kType, true>(df, segs[i], src, options, max_v)
-                 : SegmentExp<kType, false>(df, segs[i], src, options, max_v);
+    sum += plain ? SegmentExp<kType, true>(df, segs[i], src, options, max,
+                                           prefetch)
+                 : SegmentExp<kType, false>(df, segs[i], src, options, max,
+                                            prefetch);
   }
   if (!(sum > 0.0)) {
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
@@ -527,6 +577,10 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   auto* out_base = static_cast<Elem<kType>*>(out.data);
   // 16-bit rows keep their exp values in f32 scratch, not in the output.
   std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
+  const std::size_t mask_elem =
+      mask.kind == MaskKind::kKeepU8 ? 1 : sizeof(float);
+  const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
+  detail::RowPrefetch prefetch;
   for (std::size_t r = rows.begin; r < rows.end; ++r) {
     const detail::RowIndex i = detail::RowIndexOf(shape, r);
     const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
@@ -538,27 +592,50 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       work = scratch.data();
     }
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+    // The next row's input, output and dense mask row (unless broadcast:
+    // this row's), over this row's exp steps.
+    const auto plan_next = [&](std::size_t kept_keys) {
+      if (r + 1 == rows.end) return prefetch.Clear();
+      const detail::RowIndex next = detail::RowIndexOf(shape, r + 1);
+      const std::size_t next_m =
+          detail::RowOffset(mask.shape, mask.strides, next);
+      const bool new_mask_row = detail::IsDense(mask.kind) && next_m != m;
+      const void* begin[] = {
+          in_base + detail::RowOffset(shape, in.strides, next),
+          out_base + detail::RowOffset(shape, out.strides, next),
+          static_cast<const char*>(mask.data) + next_m * mask_elem};
+      const std::size_t bytes[] = {n * sizeof(Elem<kType>),
+                                   n * sizeof(Elem<kType>),
+                                   new_mask_row ? n * mask_elem : 0};
+      prefetch.Plan(begin, bytes, kept_keys / exp_step);
+    };
     const Segment<kType> whole{s, work, 0, n};
     switch (mask.kind) {
       case MaskKind::kKeepF32:
+        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
-            KeepF32Source{static_cast<const float*>(mask.data) + m}, options);
+            KeepF32Source{static_cast<const float*>(mask.data) + m}, options,
+            prefetch);
         break;
       case MaskKind::kKeepU8:
+        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
             KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
-            options);
+            options, prefetch);
         break;
       case MaskKind::kBias:
+        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
-            BiasSource{static_cast<const float*>(mask.data) + m}, options);
+            BiasSource{static_cast<const float*>(mask.data) + m}, options,
+            prefetch);
         break;
       default: {
         const KeptKeys kept =
             detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n);
+        plan_next(kept.size());
         Segment<kType> segs[2];
         Elem<kType>* outs[2];
         for (std::size_t j = 0; j < kept.count; ++j) {
@@ -569,7 +646,8 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
         // Zero the masked keys first: for an in-place f32 row the kept
         // segments are read below, and the fill never touches them.
         FillMasked<kType>(o, n, kept, Elem<kType>{});
-        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options);
+        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options,
+                               prefetch);
       }
     }
   }

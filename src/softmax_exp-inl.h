@@ -1,24 +1,38 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// A softmax-specialised exp. Re-included per target.
+// A softmax-specialised exp, in base 2. Re-included per target.
 //
-// Softmax only evaluates exp(t - max) <= 0, so this exp drops what a general
-// one spends on large arguments, overflow and denormal results:
-//   x = n ln2 + r, n = round(x log2 e), |r| <= ln2 / 2 (Cody-Waite split of
-//   ln2 in two parts so r is exact); exp(r) = 1 + r (1 + r P(r)) with the
-//   degree-5 Cephes expf polynomial P in Horner form; then n is added to the
-//   exponent bits.
-// n is rounded by adding 1.5 * 2^23 (the "shifter"): the sum's low mantissa
-// bits hold n, so no float -> int conversion (with its overflow fix-ups on
-// x86) is needed, and n << 23 comes straight from the sum's bits.
-// Lanes: f32. Valid range: x <= 88 (what softmax passes is <= 0; small
-// positive x from a non-monotone softcap are fine). Error: <= 2 ulp for
-// x in [-87.3, 88], asserted on every target by tests/softmax_exp_test.cc
-// over every 97th float of the range. x < -87.3 (results below 2^-126) gives
-// exactly 0: probabilities below FLT_MIN relative to the row maximum flush
-// to zero. -inf gives 0, NaN gives NaN.
+// The softmax calls SoftmaxExp2(t) with t = (s - max) log2 e, formed by one
+// FMA per vector as s * (scale log2 e) + (-max log2 e) (src/score_kernels-
+// inl.h): scaling by log2 e there is free, and base 2 makes the range
+// reduction exact and cheap. The rounding of the two constants does not
+// grow the error of a probability with |max|: the error of the second is
+// common to the whole row and cancels in the normalisation, and that of the
+// first is proportional to s - s' between keys (docs/KERNELS.md, "Error
+// bound").
 //
-// Cost per vector: 10 FMA, 1 sub, 1 shift, 1 integer add, 1 compare,
-// 1 select; no table, no division, no conversion.
+// 2^t = 2^n 2^f with n an integer and f = t - n exact:
+// - AVX-512: f = t - floor(t) in [0, 1) by one vreduceps, and vscalefps
+//   multiplies by 2^floor(t) itself (masked to zero the flushed lanes);
+// - elsewhere: n = round(t) by adding 1.5 * 2^23 (the "shifter": the sum's
+//   low mantissa bits hold n, with no float -> int conversion and its
+//   overflow fix-ups on x86), f in [-1/2, 1/2], and 2^n is built from the
+//   sum's bits.
+// 2^f = 1 + f Q(f), Q of degree 5: a minimax fit of (2^f - 1) / f for
+// relative error, on [0, 1] or [-1/2, 1/2] (3.6e-9 and 2.6e-9, below 0.1
+// ulp with the f32 coefficients; fitted by Remez exchange). 1 + f Q(f) is
+// exactly 1 at f = 0, so 2^0 = 1 exactly.
+// Lanes: f32. Valid range: t <= 127 (softmax passes t <= 0; small positive
+// t come from a non-monotone softcap). Error: <= 2 ulp for t in
+// [-125.95, 127], asserted on every target by tests/softmax_exp_test.cc over
+// every 97th float of the range. t < -125.95 (results below 2^-126 = FLT_MIN,
+// the threshold is where n = -126 still has f > 0) gives exactly 0:
+// probabilities below FLT_MIN relative to the row maximum flush to zero, so
+// no denormal is ever produced (on x86 those cost microcode assists).
+// -inf gives 0, NaN gives NaN.
+//
+// Cost per vector: AVX-512 1 reduce, 6 FMA, 1 compare, 1 scalef; elsewhere
+// 1 add, 2 sub, 6 FMA, 1 mul, 1 shift, 1 integer add, 1 compare, 1 select.
+// No table, no division, no conversion.
 
 #if defined(RLX_SRC_SOFTMAX_EXP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_EXP_INL_H_
@@ -27,6 +41,8 @@
 #define RLX_SRC_SOFTMAX_EXP_INL_H_
 #endif
 
+#include <type_traits>
+
 #include "hwy/highway.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -34,33 +50,57 @@ namespace rlx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// Below this, 2^t < 2^-126: flushed to 0 (see the header comment).
+constexpr float kExp2FlushBelow = -125.95f;
+
+// Q(f) from its coefficients c1..c6 (Horner); 2^f = 1 + f Q(f).
 template <class D, class V = hn::Vec<D>>
-HWY_INLINE V SoftmaxExp(D d, V x) {
+HWY_INLINE V Exp2Q(D d, V f, float c1, float c2, float c3, float c4, float c5,
+                   float c6) {
+  V q = hn::Set(d, c6);
+  q = hn::MulAdd(q, f, hn::Set(d, c5));
+  q = hn::MulAdd(q, f, hn::Set(d, c4));
+  q = hn::MulAdd(q, f, hn::Set(d, c3));
+  q = hn::MulAdd(q, f, hn::Set(d, c2));
+  return hn::MulAdd(q, f, hn::Set(d, c1));
+}
+
+template <class D, class V = hn::Vec<D>>
+HWY_INLINE V SoftmaxExp2(D d, V t) {
+  const V flush_below = hn::Set(d, kExp2FlushBelow);
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  if constexpr (std::is_same_v<V, hn::Vec512<float>>) {
+    // f = t - floor(t): imm 0x09 = keep 0 fraction bits, round down,
+    // suppress the precision exception.
+    const V f{_mm512_reduce_ps(t.raw, 0x09)};
+    const V q =
+        Exp2Q(d, f, 6.9314718246e-01f, 2.4022762477e-01f, 5.5492199957e-02f,
+              9.6628153697e-03f, 1.2573973509e-03f, 2.1277947235e-04f);
+    const V p = hn::MulAdd(q, f, hn::Set(d, 1.0f));
+    // Kept: t >= the threshold, or NaN (unordered), so NaN propagates.
+    const __mmask16 kept =
+        _mm512_cmp_ps_mask(t.raw, flush_below.raw, _CMP_NLT_UQ);
+    return V{_mm512_maskz_scalef_ps(kept, p.raw, t.raw)};
+  }
+#endif
   const hn::RebindToSigned<D> di;
   const V kShifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
-  // ln2 = kLn2Hi + kLn2Lo; kLn2Hi has 9 significant bits, so n * kLn2Hi is
-  // exact for |n| < 2^15.
-  const V kLn2Hi = hn::Set(d, 0.693359375f);
-  const V kLn2Lo = hn::Set(d, -2.12194440e-4f);
-  const V shifted = hn::MulAdd(x, hn::Set(d, 1.44269504088896341f), kShifter);
-  const V n = hn::Sub(shifted, kShifter);
-  V r = hn::NegMulAdd(n, kLn2Hi, x);
-  r = hn::NegMulAdd(n, kLn2Lo, r);
-  V p = hn::Set(d, 1.9875691500e-4f);
-  p = hn::MulAdd(p, r, hn::Set(d, 1.3981999507e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 8.3334519073e-3f));
-  p = hn::MulAdd(p, r, hn::Set(d, 4.1665795894e-2f));
-  p = hn::MulAdd(p, r, hn::Set(d, 1.6666665459e-1f));
-  p = hn::MulAdd(p, r, hn::Set(d, 5.0000001201e-1f));
-  const V one = hn::Set(d, 1.0f);
-  const V exp_r = hn::MulAdd(hn::MulAdd(p, r, one), r, one);  // in [0.7, 1.5]
-  // exp_r * 2^n by adding n to the exponent: the shifter's low bits are
-  // n + 2^22, and 2^22 << 23 vanishes from 32 bits. Valid while the result
-  // is normal: x >= -87.3 > -126 ln2 gives n >= -126 with r > 0, so
-  // exp_r > 1; below that the select discards it.
-  const auto n_bits = hn::ShiftLeft<23>(hn::BitCast(di, shifted));
-  const V scaled = hn::BitCast(d, hn::Add(hn::BitCast(di, exp_r), n_bits));
-  return hn::IfThenZeroElse(hn::Lt(x, hn::Set(d, -87.3f)), scaled);
+  const V shifted = hn::Add(t, kShifter);
+  const V f = hn::Sub(t, hn::Sub(shifted, kShifter));
+  // 2^n from the shifter's low bits, n + 2^22: shifted left by 23, 2^22
+  // vanishes from 32 bits, and adding the bias gives the bits of 2^n, a
+  // normal float for n in [-126, 127]: t >= -125.95 gives n >= -126; below
+  // that the select discards it. Multiplying (rather than adding n to the
+  // exponent bits of 2^f) keeps a NaN t NaN whatever its payload bits.
+  const V pow2n =
+      hn::BitCast(d, hn::Add(hn::ShiftLeft<23>(hn::BitCast(di, shifted)),
+                             hn::Set(di, 127 << 23)));
+  const V q =
+      Exp2Q(d, f, 6.9314724207e-01f, 2.4022652209e-01f, 5.5503103882e-02f,
+            9.6176927909e-03f, 1.3406643411e-03f, 1.5594677825e-04f);
+  // 2^n (1 + f Q(f)), rounded once.
+  const V scaled = hn::MulAdd(hn::Mul(q, f), pow2n, pow2n);
+  return hn::IfThenZeroElse(hn::Lt(t, flush_below), scaled);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

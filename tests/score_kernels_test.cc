@@ -377,7 +377,38 @@ TEST_P(ScoreKernelsTest, FullyMaskedRowsAreZeroNeverNaN) {
   for (float p : u) ASSERT_EQ(p, 0.0f);
 }
 
+// Scores far from 0: the one-FMA exp argument rounds -max log2 e, a shift
+// common to the row that must cancel (up to |max log2 e| = 2^20, 7.2e5 here),
+// and beyond it the two-step argument takes over (8e5, 3e6).
+TEST_P(ScoreKernelsTest, LargeScoresKeepTheirPrecision) {
+  for (float offset : {1.0e3f, -5.0e4f, 7.2e5f, -7.2e5f, 8.0e5f, 3.0e6f}) {
+    for (float scale : {1.0f, 0.125f}) {
+      Config c;
+      c.shape = {1, 2, 3, 70};
+      c.mask = MaskSpec::causal();
+      c.options = SoftmaxOptions{scale, 0.0f};
+      c.scores = [offset](std::size_t, std::size_t h, std::size_t q,
+                          std::size_t k) {
+        return offset + RandomScore(h * 1000 + q * 70 + k);
+      };
+      c.name = "large offset";
+      ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false)) << offset;
+    }
+  }
+}
+
 TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
+  // Whatever the NaN's sign and payload (the exp builds 2^n from bits).
+  for (std::uint32_t bits : {0x7FC00000u, 0xFFC001FFu, 0x7F800001u}) {
+    float nan;
+    std::memcpy(&nan, &bits, sizeof(nan));
+    std::vector<float> r(40, 1.5f);
+    r[33] = nan;
+    masked_softmax(ScoreView::f32(r.data(), {1, 1, 1, 40}), MaskSpec::none(),
+                   {});
+    for (float p : r) EXPECT_TRUE(std::isnan(p)) << std::hex << bits;
+  }
+
   std::vector<float> s = {1.0f, NAN, 2.0f, 3.0f, 0.0f};
   masked_softmax(ScoreView::f32(s.data(), {1, 1, 1, 5}), MaskSpec::none(), {});
   EXPECT_TRUE(std::isnan(s[0]) && std::isnan(s[2]) && std::isnan(s[4]));
