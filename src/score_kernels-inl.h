@@ -575,6 +575,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   const std::size_t n = shape.k_len;
   const auto* in_base = static_cast<const Elem<kType>*>(in.data);
   auto* out_base = static_cast<Elem<kType>*>(out.data);
+  const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   // 16-bit rows keep their exp values in f32 scratch, not in the output.
   std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
   const std::size_t mask_elem =

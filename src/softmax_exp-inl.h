@@ -12,7 +12,8 @@
 //
 // 2^t = 2^n 2^f with n an integer and f = t - n exact:
 // - AVX-512: f = t - floor(t) in [0, 1) by one vreduceps, and vscalefps
-//   multiplies by 2^floor(t) itself (masked to zero the flushed lanes);
+//   multiplies by 2^floor(t) itself; results below 2^-126 are flushed by
+//   the hardware (FlushToZeroScope);
 // - elsewhere: n = round(t) by adding 1.5 * 2^23 (the "shifter": the sum's
 //   low mantissa bits hold n, with no float -> int conversion and its
 //   overflow fix-ups on x86), f in [-1/2, 1/2], and 2^n is built from the
@@ -24,13 +25,13 @@
 // Lanes: f32. Valid range: t <= 127 (softmax passes t <= 0; small positive
 // t come from a non-monotone softcap). Error: <= 2 ulp for t in
 // [-125.95, 127], asserted on every target by tests/softmax_exp_test.cc over
-// every 97th float of the range. t < -125.95 (results below 2^-126 = FLT_MIN,
-// the threshold is where n = -126 still has f > 0) gives exactly 0:
-// probabilities below FLT_MIN relative to the row maximum flush to zero, so
-// no denormal is ever produced (on x86 those cost microcode assists).
-// -inf gives 0, NaN gives NaN.
+// every 97th float of the range. Results below 2^-126 = FLT_MIN are exactly
+// 0 (AVX-512: by FTZ; elsewhere t < -125.95, where n = -126 still has
+// f > 0): probabilities below FLT_MIN relative to the row maximum flush to
+// zero, so no denormal is ever produced (on x86 those cost microcode
+// assists). -inf gives 0, NaN gives NaN.
 //
-// Cost per vector: AVX-512 1 reduce, 6 FMA, 1 compare, 1 scalef; elsewhere
+// Cost per vector: AVX-512 1 reduce, 6 FMA, 1 scalef; elsewhere
 // 1 add, 2 sub, 6 FMA, 1 mul, 1 shift, 1 integer add, 1 compare, 1 select.
 // No table, no division, no conversion.
 
@@ -65,24 +66,45 @@ HWY_INLINE V Exp2Q(D d, V f, float c1, float c2, float c3, float c4, float c5,
   return hn::MulAdd(q, f, hn::Set(d, c1));
 }
 
+// On AVX-512, SoftmaxExp2 relies on flush-to-zero instead of a compare and
+// select: vscalefps flushes when MXCSR.FTZ is set (without it, its denormal
+// results cost a ~9 ns microcode assist per vector on the Xeon measured).
+// This sets MXCSR.FTZ for its lifetime there (results below FLT_MIN of every
+// f32 operation become 0; inputs are untouched) and restores the caller's
+// MXCSR after; elsewhere it does nothing. Every caller of SoftmaxExp2 holds
+// one.
+class FlushToZeroScope {
+ public:
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  FlushToZeroScope() : saved_(_mm_getcsr()) { _mm_setcsr(saved_ | 0x8000u); }
+  ~FlushToZeroScope() { _mm_setcsr(saved_); }
+
+ private:
+  unsigned saved_;
+#else
+  FlushToZeroScope() {}  // user-provided: no unused-variable warning
+#endif
+  FlushToZeroScope(const FlushToZeroScope&) = delete;
+  FlushToZeroScope& operator=(const FlushToZeroScope&) = delete;
+};
+
+// 2^t; see the header comment. Callers hold a FlushToZeroScope.
 template <class D, class V = hn::Vec<D>>
 HWY_INLINE V SoftmaxExp2(D d, V t) {
-  const V flush_below = hn::Set(d, kExp2FlushBelow);
 #if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
   if constexpr (std::is_same_v<V, hn::Vec512<float>>) {
     // f = t - floor(t): imm 0x09 = keep 0 fraction bits, round down,
-    // suppress the precision exception.
+    // suppress the precision exception. -inf gives 0, NaN NaN.
     const V f{_mm512_reduce_ps(t.raw, 0x09)};
     const V q =
         Exp2Q(d, f, 6.9314718246e-01f, 2.4022762477e-01f, 5.5492199957e-02f,
               9.6628153697e-03f, 1.2573973509e-03f, 2.1277947235e-04f);
     const V p = hn::MulAdd(q, f, hn::Set(d, 1.0f));
-    // Kept: t >= the threshold, or NaN (unordered), so NaN propagates.
-    const __mmask16 kept =
-        _mm512_cmp_ps_mask(t.raw, flush_below.raw, _CMP_NLT_UQ);
-    return V{_mm512_maskz_scalef_ps(kept, p.raw, t.raw)};
+    // p 2^floor(t): below 2^-126 flushed to 0 by FTZ, 2^-inf = 0, NaN stays.
+    return V{_mm512_scalef_ps(p.raw, t.raw)};
   }
 #endif
+  const V flush_below = hn::Set(d, kExp2FlushBelow);
   const hn::RebindToSigned<D> di;
   const V kShifter = hn::Set(d, 12582912.0f);  // 1.5 * 2^23
   const V shifted = hn::Add(t, kShifter);

@@ -20,6 +20,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>  // _mm_getcsr
+#endif
+
 #include "src/reference.h"
 #include "tests/error_of.h"
 #include "tests/per_target.h"
@@ -396,6 +400,26 @@ TEST_P(ScoreKernelsTest, LargeScoresKeepTheirPrecision) {
     }
   }
 }
+
+#if defined(__x86_64__) || defined(_M_X64)
+// AVX-512 kernels set MXCSR.FTZ while they run; the caller's MXCSR (here
+// with FTZ clear, then with DAZ set) comes back unchanged.
+TEST_P(ScoreKernelsTest, SoftmaxRestoresTheCallersFloatingPointMode) {
+  const unsigned saved = _mm_getcsr();
+  for (unsigned csr : {saved & ~0x8040u, (saved & ~0x8000u) | 0x0040u}) {
+    _mm_setcsr(csr);
+    std::vector<float> s(100);
+    for (std::size_t k = 0; k < s.size(); ++k) s[k] = -1.5f * k;  // underflows
+    masked_softmax(ScoreView::f32(s.data(), {1, 1, 1, 100}), MaskSpec::none(),
+                   {});
+    const unsigned after = _mm_getcsr();
+    _mm_setcsr(saved);
+    EXPECT_EQ(after & ~0x3Fu, csr & ~0x3Fu);  // ignoring exception flags
+    EXPECT_EQ(s[99], 0.0f);
+    EXPECT_GT(s[0], 0.7f);
+  }
+}
+#endif
 
 TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
   // Whatever the NaN's sign and payload (the exp builds 2^n from bits).
