@@ -301,16 +301,18 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
     return value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
   };
   std::size_t k = 0;
-  // Four accumulators: Max has a latency of 4 cycles and 2 issue per cycle
-  // on AVX-512 cores, so fewer would leave this loop latency-bound.
-  auto max1 = max, max2 = max, max3 = max;
-  for (; k + 4 * N <= seg.n; k += 4 * N) {
-    max = hn::Max(max, at(k));
-    max1 = hn::Max(max1, at(k + N));
-    max2 = hn::Max(max2, at(k + 2 * N));
-    max3 = hn::Max(max3, at(k + 3 * N));
+  // Four accumulators: Max has a latency of 4 cycles, so fewer would leave
+  // this loop latency-bound (eight measured no faster).
+  if (k + 4 * N <= seg.n) {
+    auto m0 = max, m1 = max, m2 = max, m3 = max;
+    for (; k + 4 * N <= seg.n; k += 4 * N) {
+      m0 = hn::Max(m0, at(k));
+      m1 = hn::Max(m1, at(k + N));
+      m2 = hn::Max(m2, at(k + 2 * N));
+      m3 = hn::Max(m3, at(k + 3 * N));
+    }
+    max = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
   }
-  max = hn::Max(hn::Max(max, max1), hn::Max(max2, max3));
   for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
   if (k < seg.n) {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
@@ -382,19 +384,21 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
     const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
     total += hn::GetLane(hn::SumOfLanes(df, sum));
   }
-  if (k + N <= n) {
+  // The last (< 4) vectors and the tail: one more sum, reduced once.
+  if (k < n) {
     auto sum = hn::Zero(df);
     for (; k + N <= n; k += N) sum = hn::Add(sum, exp_store(k));
+    if (k < n) {
+      HWY_ALIGN float buffer[hn::MaxLanes(df)];
+      const std::size_t count = n - k;
+      const auto e =
+          hn::IfThenElseZero(hn::FirstN(df, count),
+                             exp_at(LoadRowTail<kType>(df, in + k, count),
+                                    src.Tail(df, k0 + k, count, buffer), 0));
+      StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+      sum = hn::Add(sum, e);
+    }
     total += hn::GetLane(hn::SumOfLanes(df, sum));
-  }
-  if (k < n) {
-    HWY_ALIGN float buffer[hn::MaxLanes(df)];
-    const std::size_t count = n - k;
-    const auto e = hn::IfThenElseZero(
-        hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
-                                      src.Tail(df, k0 + k, count, buffer), 0));
-    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
-    total += hn::GetLane(hn::SumOfLanes(df, e));
   }
   prefetch = pf;
   return total;
