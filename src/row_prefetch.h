@@ -7,8 +7,7 @@
 // L2, and the hardware streamers only fetch a row once its first misses are
 // seen, so every pass-1 and zero-fill line of a new row waits on L2. The exp
 // pass of the current row is compute-bound with load slots to spare: a few
-// prefetches per step of it bring the next row into L1 before it is needed
-// (measured on an AVX-512 Xeon: D2 33 -> 27 us, docs/PERFORMANCE.md).
+// prefetches per step of it bring the next row into L1 before it is needed.
 // Prefetching is a hint: it never faults and never changes a result, so the
 // ranges may cover bytes (masked keys, stride gaps) that are never read.
 #ifndef RLX_SRC_ROW_PREFETCH_H_
