@@ -36,6 +36,19 @@ inline RowIndex RowIndexOf(const Shape4& shape, std::size_t r) {
           r % shape.q_len};
 }
 
+// The index of row r + 1 from that of row r: kernels walk their row range
+// with this, as the divisions of RowIndexOf cost ~100 cycles a row.
+inline RowIndex NextRowIndex(const Shape4& shape, RowIndex i) {
+  if (++i.q == shape.q_len) {
+    i.q = 0;
+    if (++i.h == shape.heads) {
+      i.h = 0;
+      ++i.b;
+    }
+  }
+  return i;
+}
+
 // Element offset of row (b, h, q) in a tensor of `shape` / `strides`, where
 // extents of 1 broadcast (their index is 0 whatever the stride).
 inline std::size_t RowOffset(const Shape4& shape, const Strides3& strides,

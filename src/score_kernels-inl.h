@@ -195,8 +195,9 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   const std::size_t n = shape.k_len;
   const Elem<kType> fill = ElemFromF32<kType>(fill_value);
   auto* base = static_cast<Elem<kType>*>(scores.data);
-  for (std::size_t r = rows.begin; r < rows.end; ++r) {
-    const detail::RowIndex i = detail::RowIndexOf(shape, r);
+  detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = detail::NextRowIndex(shape, i)) {
     Elem<kType>* HWY_RESTRICT s =
         base + detail::RowOffset(shape, scores.strides, i);
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
@@ -586,8 +587,9 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       mask.kind == MaskKind::kKeepU8 ? 1 : sizeof(float);
   const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
   detail::RowPrefetch prefetch;
-  for (std::size_t r = rows.begin; r < rows.end; ++r) {
-    const detail::RowIndex i = detail::RowIndexOf(shape, r);
+  detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = detail::NextRowIndex(shape, i)) {
     const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
     Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
     float* work;
@@ -601,7 +603,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     // this row's), over this row's exp steps.
     const auto plan_next = [&](std::size_t kept_keys) {
       if (r + 1 == rows.end) return prefetch.Clear();
-      const detail::RowIndex next = detail::RowIndexOf(shape, r + 1);
+      const detail::RowIndex next = detail::NextRowIndex(shape, i);
       const std::size_t next_m =
           detail::RowOffset(mask.shape, mask.strides, next);
       const bool new_mask_row = detail::IsDense(mask.kind) && next_m != m;
