@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>
@@ -53,12 +54,28 @@ void BM_MaskedSoftmax(benchmark::State& state, const Workload* w,
   SetScoreCounters(state, *w);
 }
 
+// Waits until `value` differs from `old`: spins for a bounded time first,
+// then sleeps in a C++20 atomic wait (a futex on Linux). The spin is what an
+// executor's pool does between the layers of a token: a futex wake-up costs
+// ~80 us in this 2-vCPU VM, more than a whole D2 call (~25 us). The bound
+// keeps a waiter from starving the thread it waits for under qemu-user or
+// on a busy machine.
+void SpinThenWait(const std::atomic<std::uint32_t>& value, std::uint32_t old) {
+  for (int i = 0; i < 20000; ++i) {
+    if (value.load(std::memory_order_acquire) != old) return;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
+  value.wait(old, std::memory_order_acquire);
+}
+
 // Runs work(part) for every part in [0, parts) once per Run(): part 0 on the
 // calling thread, the others on std::threads that stay alive between runs,
-// as an executor's pool would. Hand-offs use C++20 atomic wait/notify
-// (futexes on Linux, after a short spin in libstdc++), never a pure spin:
-// a spinning waiter starves the worker under qemu-user and on a busy 2-core
-// machine.
+// as an executor's pool would. Hand-offs spin briefly, then sleep
+// (SpinThenWait).
 class Splitter {
  public:
   Splitter(std::size_t parts, std::function<void(std::size_t)> work)
@@ -84,7 +101,7 @@ class Splitter {
     work_(0);
     for (std::uint32_t left;
          (left = pending_.load(std::memory_order_acquire)) != 0;) {
-      pending_.wait(left, std::memory_order_acquire);
+      SpinThenWait(pending_, left);
     }
   }
 
@@ -92,7 +109,7 @@ class Splitter {
   void Worker(std::size_t part) {
     std::uint32_t seen = 0;
     for (;;) {
-      round_.wait(seen, std::memory_order_acquire);
+      SpinThenWait(round_, seen);
       seen = round_.load(std::memory_order_acquire);
       if (stop_.load(std::memory_order_acquire)) return;
       work_(part);
