@@ -405,11 +405,11 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
   return total;
 }
 
-// Pass 3: out = work * inv_sum in the row type.
+// Pass 3: out = work * inv_sum in the row type. work and out are the same
+// memory for an in-place f32 row, so neither is restrict.
 template <ScoreType kType, class DF>
-HWY_INLINE void SegmentNormalize(DF df, const float* HWY_RESTRICT work,
-                                 Elem<kType>* HWY_RESTRICT out, std::size_t n,
-                                 float inv_sum) {
+HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
+                                 std::size_t n, float inv_sum) {
   const std::size_t N = hn::Lanes(df);
   const auto inv = hn::Set(df, inv_sum);
   std::size_t k = 0;
