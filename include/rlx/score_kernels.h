@@ -47,7 +47,9 @@ struct SoftmaxOptions {
 // scores is the caller's and propagates as plain softmax would (NaN row).
 // For structured masks only the kept intervals are read; the rest is a zero
 // fill. Error bound of each probability: see docs/KERNELS.md (the exp is
-// softmax-specialised, <= 2 ulp over x <= 0).
+// softmax-specialised, <= 2 ulp; probabilities below FLT_MIN relative to the
+// row maximum are 0). On AVX-512 targets the call sets MXCSR.FTZ while it
+// runs and restores the caller's MXCSR before returning.
 //
 // In place, or from `in` into `out` (same shape and type; may alias exactly).
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
