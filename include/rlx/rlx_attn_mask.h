@@ -275,7 +275,9 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
  * computed in f32 for every row type. Masked positions come out exactly 0; a
  * row with no kept key comes out all zeros, never NaN; a kept row sums to 1
  * within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's and
- * gives a NaN row, as plain softmax would. `options` NULL: the defaults. */
+ * gives a NaN row, as plain softmax would. `options` NULL: the defaults.
+ * On AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
+ * caller's MXCSR before returning (rlx/score_kernels.h). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,
     const rlx_softmax_options* options, const rlx_row_range* rows);
