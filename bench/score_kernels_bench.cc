@@ -30,28 +30,27 @@
 namespace rlx::bench {
 namespace {
 
-void BM_ApplyMask(benchmark::State& state, const Workload* w,
-                  const std::string& target) {
+// One kernel call per iteration, in place on the workload's scores.
+using InPlaceKernel = void (*)(const ScoreView&, const MaskSpec&);
+
+void BM_InPlace(benchmark::State& state, const Workload* w,
+                const std::string& target, InPlaceKernel kernel) {
   TargetScope scope(target);
   const WorkloadData& data = Data(*w);
   const ScoreView view = FreshScores(*w);
   for (auto _ : state) {
-    apply_mask(view, data.mask);
+    kernel(view, data.mask);
     benchmark::ClobberMemory();
   }
   SetScoreCounters(state, *w);
 }
 
-void BM_MaskedSoftmax(benchmark::State& state, const Workload* w,
-                      const std::string& target) {
-  TargetScope scope(target);
-  const WorkloadData& data = Data(*w);
-  const ScoreView view = FreshScores(*w);
-  for (auto _ : state) {
-    masked_softmax(view, data.mask);
-    benchmark::ClobberMemory();
-  }
-  SetScoreCounters(state, *w);
+void ApplyMaskKernel(const ScoreView& view, const MaskSpec& mask) {
+  apply_mask(view, mask);
+}
+
+void MaskedSoftmaxKernel(const ScoreView& view, const MaskSpec& mask) {
+  masked_softmax(view, mask);
 }
 
 // Waits until `value` differs from `old`: spins for a bounded time first,
@@ -161,11 +160,11 @@ void RegisterReference(const Workload& w) {
 
 void RegisterKernels(const Workload& w, const std::string& target) {
   Configure(benchmark::RegisterBenchmark(
-      BenchName({"apply_mask", w.name, target}).c_str(), BM_ApplyMask, &w,
-      target));
+      BenchName({"apply_mask", w.name, target}).c_str(), BM_InPlace, &w, target,
+      &ApplyMaskKernel));
   Configure(benchmark::RegisterBenchmark(
-      BenchName({"masked_softmax", w.name, target}).c_str(), BM_MaskedSoftmax,
-      &w, target));
+      BenchName({"masked_softmax", w.name, target}).c_str(), BM_InPlace, &w,
+      target, &MaskedSoftmaxKernel));
   if (!w.threaded) return;
   for (std::size_t threads : {1, 2}) {
     const std::string suffix = "threads:" + std::to_string(threads);
