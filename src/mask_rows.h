@@ -37,7 +37,7 @@ inline RowIndex RowIndexOf(const Shape4& shape, std::size_t r) {
 }
 
 // The index of row r + 1 from that of row r: kernels walk their row range
-// with this, as the divisions of RowIndexOf cost ~100 cycles a row.
+// with this rather than pay RowIndexOf's three 64-bit divisions per row.
 inline RowIndex NextRowIndex(const Shape4& shape, RowIndex i) {
   if (++i.q == shape.q_len) {
     i.q = 0;

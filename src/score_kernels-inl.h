@@ -599,10 +599,13 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       work = scratch.data();
     }
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
-    // The next row's input, output and dense mask row (unless broadcast:
-    // this row's), over this row's exp steps.
-    const auto plan_next = [&](std::size_t kept_keys) {
-      if (r + 1 == rows.end) return prefetch.Clear();
+    // [0, n) for None and dense masks.
+    const KeptKeys kept = detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n);
+    // Prefetch the next row's input, output and dense mask row (unless
+    // broadcast: this row's) over this row's exp steps.
+    if (r + 1 == rows.end) {
+      prefetch.Clear();
+    } else {
       const detail::RowIndex next = detail::NextRowIndex(shape, i);
       const std::size_t next_m =
           detail::RowOffset(mask.shape, mask.strides, next);
@@ -614,35 +617,29 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       const std::size_t bytes[] = {n * sizeof(Elem<kType>),
                                    n * sizeof(Elem<kType>),
                                    new_mask_row ? n * mask_elem : 0};
-      prefetch.Plan(begin, bytes, kept_keys / exp_step);
-    };
+      prefetch.Plan(begin, bytes, kept.size() / exp_step);
+    }
     const Segment<kType> whole{s, work, 0, n};
     switch (mask.kind) {
       case MaskKind::kKeepF32:
-        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
             KeepF32Source{static_cast<const float*>(mask.data) + m}, options,
             prefetch);
         break;
       case MaskKind::kKeepU8:
-        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
             KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
             options, prefetch);
         break;
       case MaskKind::kBias:
-        plan_next(n);
         SoftmaxSegments<kType>(
             df, &whole, 1, &o,
             BiasSource{static_cast<const float*>(mask.data) + m}, options,
             prefetch);
         break;
       default: {
-        const KeptKeys kept =
-            detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n);
-        plan_next(kept.size());
         Segment<kType> segs[2];
         Elem<kType>* outs[2];
         for (std::size_t j = 0; j < kept.count; ++j) {

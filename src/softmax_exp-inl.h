@@ -67,8 +67,8 @@ HWY_INLINE V Exp2Q(D d, V f, float c1, float c2, float c3, float c4, float c5,
 }
 
 // On AVX-512, SoftmaxExp2 relies on flush-to-zero instead of a compare and
-// select: vscalefps flushes when MXCSR.FTZ is set (without it, its denormal
-// results cost a ~9 ns microcode assist per vector on the Xeon measured).
+// select: vscalefps flushes when MXCSR.FTZ is set (without it, each of its
+// denormal results costs a microcode assist on Intel cores).
 // This sets MXCSR.FTZ for its lifetime there (results below FLT_MIN of every
 // f32 operation become 0; inputs are untouched) and restores the caller's
 // MXCSR after; elsewhere it does nothing. Every caller of SoftmaxExp2 holds
