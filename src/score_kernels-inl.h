@@ -3,11 +3,12 @@
 // range of rows. Re-included once per target by foreach_target.h from
 // score_kernels.cc; arguments are validated there.
 //
-// Rows are loaded and stored as f32 vectors (src/row_convert-inl.h), tails
-// through stack buffers. Structured masks are
-// handled as at most two kept key intervals per row (src/mask_rows.h): only
-// those are read, the rest of the row is a constant fill. Dense masks are read
-// per element.
+// Rows are loaded and stored as f32 vectors (src/row_convert-inl.h); partial
+// vectors (tails, and on AVX-512 the head before the first aligned vector)
+// are masked accesses where the target has them, stack buffers elsewhere.
+// Structured masks are handled as at most two kept key intervals per row
+// (src/mask_rows.h): only those are read, the rest of the row is a constant
+// fill. Dense masks are read per element.
 
 #if defined(RLX_SRC_SCORE_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SCORE_KERNELS_INL_H_
@@ -301,7 +302,17 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
   const auto at = [&](std::size_t k) {
     return value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
   };
-  std::size_t k = 0;
+  // `count` < N keys from k (the head before the first aligned vector, or
+  // the tail); lanes past them repeat lane 0 of the running max: neutral.
+  const auto partial = [&](std::size_t k, std::size_t count) {
+    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    const auto v = value(LoadRowTail<kType>(df, seg.in + k, count),
+                         src.Tail(df, seg.k0 + k, count, buffer), 0);
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
+                                      hn::Set(df, hn::GetLane(max))));
+  };
+  std::size_t k = KeysToAlign<kType>(df, seg.in, seg.n);
+  if (k != 0) partial(0, k);
   // Four accumulators: Max has a latency of 4 cycles, so fewer would leave
   // this loop latency-bound (eight measured no faster).
   if (k + 4 * N <= seg.n) {
@@ -315,17 +326,40 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
     max = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
   }
   for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
-  if (k < seg.n) {
-    HWY_ALIGN float buffer[hn::MaxLanes(df)];
-    const std::size_t count = seg.n - k;
-    const auto v = value(LoadRowTail<kType>(df, seg.in + k, count),
-                         src.Tail(df, seg.k0 + k, count, buffer), 0);
-    // Lanes past the tail repeat lane 0 of the running max: neutral.
-    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
-                                      hn::Set(df, hn::GetLane(max))));
-  }
+  if (k < seg.n) partial(k, seg.n - k);
   return max;
 }
+
+// A running sum of f32 vectors in f64 lanes. Adding a vector widens its two
+// halves (exact) and adds them lane-wise; the one horizontal reduction is in
+// Total(). A horizontal reduction per block of the exp pass (a chain of
+// shuffles and adds, plus its own rounding in f32) measured slower.
+template <class DF>
+class WideSum {
+ public:
+#if HWY_TARGET == HWY_SCALAR
+  HWY_INLINE void Add(DF, hn::Vec<DF> v) { total_ += hn::GetLane(v); }
+  HWY_INLINE double Total() const { return total_; }
+
+ private:
+  double total_ = 0.0;
+#else
+  HWY_INLINE WideSum() : lower_(hn::Zero(dd_)), upper_(lower_) {}
+  HWY_INLINE void Add(DF, hn::Vec<DF> v) {
+    const hn::Half<DF> dh;
+    lower_ = hn::Add(lower_, hn::PromoteTo(dd_, hn::LowerHalf(dh, v)));
+    upper_ = hn::Add(upper_, hn::PromoteTo(dd_, hn::UpperHalf(dh, v)));
+  }
+  HWY_INLINE double Total() const {
+    return hn::GetLane(hn::SumOfLanes(dd_, hn::Add(lower_, upper_)));
+  }
+
+ private:
+  using DD = hn::Repartition<double, DF>;
+  static constexpr DD dd_{};
+  hn::Vec<DD> lower_, upper_;
+#endif
+};
 
 // Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
 // (and biased) score; returns the sum. The exp is taken in base 2. Without
@@ -366,8 +400,21 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
     hn::StoreU(e, df, work + k);
     return e;
   };
-  double total = 0.0;
-  std::size_t k = 0;
+  // `count` < N keys from k (the head before the first aligned store, or
+  // the tail); lanes past them are 0.
+  const auto partial = [&](std::size_t k, std::size_t count) {
+    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    const auto e = hn::IfThenElseZero(
+        hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
+                                      src.Tail(df, k0 + k, count, buffer), 0));
+    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+    return e;
+  };
+  WideSum<DF> total;
+  // The head, the last (< 4) vectors and the tail share one sum.
+  auto rest = hn::Zero(df);
+  std::size_t k = KeysToAlign<kType>(df, work, n);
+  if (k != 0) rest = partial(0, k);
   // Four vectors per step, each with its own sum: their exp chains are
   // independent, which the out-of-order window needs to keep both FMA
   // ports busy. A block is kBlock steps; each lane of a step sum adds
@@ -382,27 +429,13 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
       sum3 = hn::Add(sum3, exp_store(k + 3 * N));
       pf.Step();
     }
-    const auto sum = hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3));
-    total += hn::GetLane(hn::SumOfLanes(df, sum));
+    total.Add(df, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3)));
   }
-  // The last (< 4) vectors and the tail: one more sum, reduced once.
-  if (k < n) {
-    auto sum = hn::Zero(df);
-    for (; k + N <= n; k += N) sum = hn::Add(sum, exp_store(k));
-    if (k < n) {
-      HWY_ALIGN float buffer[hn::MaxLanes(df)];
-      const std::size_t count = n - k;
-      const auto e =
-          hn::IfThenElseZero(hn::FirstN(df, count),
-                             exp_at(LoadRowTail<kType>(df, in + k, count),
-                                    src.Tail(df, k0 + k, count, buffer), 0));
-      StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
-      sum = hn::Add(sum, e);
-    }
-    total += hn::GetLane(hn::SumOfLanes(df, sum));
-  }
+  for (; k + N <= n; k += N) rest = hn::Add(rest, exp_store(k));
+  if (k < n) rest = hn::Add(rest, partial(k, n - k));
+  total.Add(df, rest);
   prefetch = pf;
-  return total;
+  return total.Total();
 }
 
 // Pass 3: out = work * inv_sum in the row type. work and out are the same
@@ -412,14 +445,16 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
                                  std::size_t n, float inv_sum) {
   const std::size_t N = hn::Lanes(df);
   const auto inv = hn::Set(df, inv_sum);
-  std::size_t k = 0;
+  const auto partial = [&](std::size_t k, std::size_t count) {
+    const auto v = LoadRowTail<ScoreType::kF32>(df, work + k, count);
+    StoreRowTail<kType>(df, hn::Mul(v, inv), out + k, count);
+  };
+  std::size_t k = KeysToAlign<kType>(df, out, n);
+  if (k != 0) partial(0, k);
   for (; k + N <= n; k += N) {
     StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);
   }
-  if (k < n) {
-    const auto v = LoadRowTail<ScoreType::kF32>(df, work + k, n - k);
-    StoreRowTail<kType>(df, hn::Mul(v, inv), out + k, n - k);
-  }
+  if (k < n) partial(k, n - k);
 }
 
 // The maximum of the row's transformed kept scores: pass 1 over every
