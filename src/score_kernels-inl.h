@@ -36,6 +36,13 @@
 #include "src/softmax_exp-inl.h"
 #include "src/store_run-inl.h"
 
+// Lambdas are not inline functions: GCC compiles a lambda called from
+// several places (a pass's head and tail) out of line, and a call clobbers
+// every vector register, so the pass's constants are reloaded after it.
+#ifndef RLX_INLINE_LAMBDA
+#define RLX_INLINE_LAMBDA __attribute__((always_inline))
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
 namespace HWY_NAMESPACE {
@@ -285,7 +292,8 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
   const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
-  const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
+  const auto value = [&](hn::Vec<DF> x, const auto& source,
+                         std::size_t k) RLX_INLINE_LAMBDA {
     if constexpr (kMaxOf == MaxOf::kRaw) {
       return source.Adjust(df, k, x);
     } else if constexpr (kMaxOf == MaxOf::kNegated) {
@@ -299,12 +307,12 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
                            Transform(df, x, options.scale, options.softcap));
     }
   };
-  const auto at = [&](std::size_t k) {
+  const auto at = [&](std::size_t k) RLX_INLINE_LAMBDA {
     return value(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k);
   };
   // `count` < N keys from k (the head before the first aligned vector, or
   // the tail); lanes past them repeat lane 0 of the running max: neutral.
-  const auto partial = [&](std::size_t k, std::size_t count) {
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
     const auto v = value(LoadRowTail<kType>(df, seg.in + k, count),
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
@@ -362,24 +370,25 @@ class WideSum {
 };
 
 // Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
-// (and biased) score; returns the sum. The exp is taken in base 2. Without
+// (and biased) score; adds them to `total`. The exp is taken in base 2. Without
 // softcap and bias (kPlain), its argument (x scale - max) log2 e is one FMA,
 // x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
 // rounding of the constants costs no accuracy); the caller takes this path
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
-// which never overflows on the way. Lane sums are reduced into a double
+// which never overflows on the way. Lane sums are widened into `total`
 // every kBlock steps (below).
 template <ScoreType kType, bool kPlain, class DF, class Source>
-HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
-                             const Source& src, const SoftmaxOptions& options,
-                             float max, detail::RowPrefetch& prefetch) {
+HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
+                           const SoftmaxOptions& options, float max,
+                           detail::RowPrefetch& prefetch, WideSum<DF>& total) {
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
   const auto log2e =
       hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
   const auto neg_max_log2e = hn::Set(df, static_cast<float>(-max * kLog2e));
   const auto max_v = hn::Set(df, max);
-  const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k) {
+  const auto exp_at = [&](hn::Vec<DF> x, const auto& source,
+                          std::size_t k) RLX_INLINE_LAMBDA {
     if constexpr (kPlain) {
       return SoftmaxExp2(
           df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
@@ -395,14 +404,14 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
   float* work = seg.work;
   const std::size_t k0 = seg.k0, n = seg.n;
   detail::RowPrefetch pf = prefetch;
-  const auto exp_store = [&](std::size_t k) {
+  const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
     const auto e = exp_at(LoadRow<kType>(df, in + k), src, k0 + k);
     hn::StoreU(e, df, work + k);
     return e;
   };
   // `count` < N keys from k (the head before the first aligned store, or
   // the tail); lanes past them are 0.
-  const auto partial = [&](std::size_t k, std::size_t count) {
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
     HWY_ALIGN float buffer[hn::MaxLanes(df)];
     const auto e = hn::IfThenElseZero(
         hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
@@ -410,7 +419,6 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
     StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
     return e;
   };
-  WideSum<DF> total;
   // The head, the last (< 4) vectors and the tail share one sum.
   auto rest = hn::Zero(df);
   std::size_t k = KeysToAlign<kType>(df, work, n);
@@ -435,7 +443,6 @@ HWY_INLINE double SegmentExp(DF df, const Segment<kType>& seg,
   if (k < n) rest = hn::Add(rest, partial(k, n - k));
   total.Add(df, rest);
   prefetch = pf;
-  return total.Total();
 }
 
 // Pass 3: out = work * inv_sum in the row type. work and out are the same
@@ -445,7 +452,7 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
                                  std::size_t n, float inv_sum) {
   const std::size_t N = hn::Lanes(df);
   const auto inv = hn::Set(df, inv_sum);
-  const auto partial = [&](std::size_t k, std::size_t count) {
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
     const auto v = LoadRowTail<ScoreType::kF32>(df, work + k, count);
     StoreRowTail<kType>(df, hn::Mul(v, inv), out + k, count);
   };
@@ -586,13 +593,16 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   const bool plain = !kBias && options.softcap <= 0.0f &&
                      std::fabs(max * kLog2e) <= 0x1p20 &&
                      std::fabs(options.scale * kLog2e) <= FLT_MAX;
-  double sum = 0.0;
+  // One sum for the row: its horizontal reduction is paid once.
+  WideSum<DF> total;
   for (std::size_t i = 0; i < count; ++i) {
-    sum += plain ? SegmentExp<kType, true>(df, segs[i], src, options, max,
-                                           prefetch)
-                 : SegmentExp<kType, false>(df, segs[i], src, options, max,
-                                            prefetch);
+    if (plain) {
+      SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch, total);
+    } else {
+      SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch, total);
+    }
   }
+  const double sum = total.Total();
   if (!(sum > 0.0)) {
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
     // gives, but masked keys stay 0 (normalising them by NaN would not).
