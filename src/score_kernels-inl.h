@@ -700,11 +700,13 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size()};
           outs[j] = o + iv.begin;
         }
-        // Zero the masked keys first: for an in-place f32 row the kept
-        // segments are read below, and the fill never touches them.
-        FillMasked<kType>(o, n, kept, Elem<kType>{});
         SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options,
                                prefetch);
+        // The masked keys last (the fill never touches a kept key, so the
+        // order does not change a result): its stores then drain while the
+        // next row's max pass loads, instead of queueing in front of this
+        // row's exp stores.
+        FillMasked<kType>(o, n, kept, Elem<kType>{});
       }
     }
   }
