@@ -220,6 +220,35 @@ TEST_P(ScoreKernelsTest, StructuredMasksMatchTheOracleAtEveryLength) {
   }
 }
 
+// Rows starting at every element offset within a 64-byte line (AVX-512
+// takes the keys before a row's first aligned vector as a masked head), with
+// segments shorter than, equal to and longer than a vector.
+TEST_P(ScoreKernelsTest, EveryRowAlignmentMatchesTheOracle) {
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (std::size_t misalign = 0; misalign <= 32; ++misalign) {
+      for (std::size_t k_len : {1u, 3u, 15u, 16u, 17u, 40u, 100u}) {
+        for (const MaskSpec& mask :
+             {MaskSpec::none(), MaskSpec::decode(k_len / 2, k_len - 1),
+              MaskSpec::decode(k_len / 2, k_len - 1, 5)}) {
+          Config c;
+          c.type = type;
+          c.shape = {1, 3, 1, k_len};
+          c.mask = mask;
+          c.misalign = misalign;
+          c.gap = 0;
+          c.scores = [](std::size_t b, std::size_t h, std::size_t q,
+                        std::size_t k) {
+            return RandomScore(((b * 3 + h) * 7 + q) * 8191 + k + 5);
+          };
+          c.name = "alignment";
+          ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
+          ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, misalign % 2 == 1));
+        }
+      }
+    }
+  }
+}
+
 TEST_P(ScoreKernelsTest, DenseMasksMatchTheOracleWithEveryBroadcast) {
   std::mt19937 rng(1234);
   const Shape4 scores{2, 3, 4, 0};
