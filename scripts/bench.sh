@@ -12,7 +12,7 @@
 #   --quick       short run (under a minute after the build): 0.01 s per
 #                 benchmark, one repetition, f32 workloads only, AVX3/AVX2
 #                 class targets (RLX_BENCH_TARGETS overrides), no reference
-#                 on prefill. The full run takes ~7 minutes on 2 cores.
+#                 on prefill. The full run takes ~8 minutes on 2 cores.
 #   --no-install  skip apt (for machines without root; needs the packages)
 #   BENCHMARK_ARGS are passed to rlx_attn_bench last, e.g.
 #                 -- --benchmark_filter=masked_softmax/D2
@@ -84,10 +84,11 @@ if [ "$quick" = 1 ]; then
     export RLX_BENCH_TARGETS=${quick_targets:-$(head -n1 <<<"$supported")}
   fi
 else
-  # Five short repetitions, interleaved at random so that the slow drifts
+  # Seven short repetitions, interleaved at random so that the slow drifts
   # of a shared machine spread over every benchmark instead of landing on a
-  # few; the report shows medians (~10 minutes on 2 cores).
-  args+=(--benchmark_min_time=0.05 --benchmark_repetitions=5
+  # few; the report shows each benchmark's fastest (least disturbed)
+  # repetition (bench/report.py says why).
+  args+=(--benchmark_min_time=0.05 --benchmark_repetitions=7
          --benchmark_enable_random_interleaving=true)
 fi
 count=$("$build/bench/rlx_attn_bench" --benchmark_list_tests \
