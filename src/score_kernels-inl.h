@@ -346,49 +346,54 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
   return max;
 }
 
-// A running sum of f32 vectors in f64 lanes. Adding a vector widens its two
-// halves (exact) and adds them lane-wise; the one horizontal reduction is in
-// Total(). A horizontal reduction per block of the exp pass (a chain of
-// shuffles and adds, plus its own rounding in f32) measured slower.
-template <class DF>
-class WideSum {
- public:
+// Running sums of f32 vectors in f64 lanes: adding a vector widens its two
+// halves (exact) into `lo` and `hi`, and the one horizontal reduction is in
+// WideTotal. A horizontal reduction per block of the exp pass (a chain of
+// shuffles and adds, plus its own rounding in f32) measured slower. Free
+// functions over the caller's vectors, not a class: SVE vectors cannot be
+// class members.
 #if HWY_TARGET == HWY_SCALAR
-  HWY_INLINE void Add(DF, hn::Vec<DF> v) { total_ += hn::GetLane(v); }
-  HWY_INLINE double Total() const { return total_; }
-
- private:
-  double total_ = 0.0;
+template <class DF>
+using WideTag = hn::Simd<double, 1, 0>;
 #else
-  HWY_INLINE WideSum() : lower_(hn::Zero(dd_)), upper_(lower_) {}
-  HWY_INLINE void Add(DF, hn::Vec<DF> v) {
-    const hn::Half<DF> dh;
-    lower_ = hn::Add(lower_, hn::PromoteTo(dd_, hn::LowerHalf(dh, v)));
-    upper_ = hn::Add(upper_, hn::PromoteTo(dd_, hn::UpperHalf(dh, v)));
-  }
-  HWY_INLINE double Total() const {
-    return hn::GetLane(hn::SumOfLanes(dd_, hn::Add(lower_, upper_)));
-  }
-
- private:
-  using DD = hn::Repartition<double, DF>;
-  static constexpr DD dd_{};
-  hn::Vec<DD> lower_, upper_;
+template <class DF>
+using WideTag = hn::Repartition<double, DF>;
 #endif
-};
+
+template <class DF, class DD = WideTag<DF>>
+HWY_INLINE void AddWide(DF df, hn::Vec<DF> v, hn::Vec<DD>& lo,
+                        hn::Vec<DD>& hi) {
+  const DD dd;
+#if HWY_TARGET == HWY_SCALAR
+  (void)df, (void)hi;
+  lo = hn::Add(lo, hn::PromoteTo(dd, v));
+#else
+  const hn::Half<DF> dh;
+  (void)df;
+  lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
+  hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+#endif
+}
+
+template <class DD>
+HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
+  return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
+}
 
 // Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
-// (and biased) score; adds them to `total`. The exp is taken in base 2. Without
-// softcap and bias (kPlain), its argument (x scale - max) log2 e is one FMA,
-// x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
+// (and biased) score; adds them to the row's sums. The exp is taken in base 2.
+// Without softcap and bias (kPlain), its argument (x scale - max) log2 e is one
+// FMA, x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
 // rounding of the constants costs no accuracy); the caller takes this path
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
-// which never overflows on the way. Lane sums are widened into `total`
-// every kBlock steps (below).
+// which never overflows on the way. Lane sums are widened into sum_lo and
+// sum_hi (AddWide) every kBlock steps (below).
 template <ScoreType kType, bool kPlain, class DF, class Source>
 HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
                            const SoftmaxOptions& options, float max,
-                           detail::RowPrefetch& prefetch, WideSum<DF>& total) {
+                           detail::RowPrefetch& prefetch,
+                           hn::Vec<WideTag<DF>>& sum_lo,
+                           hn::Vec<WideTag<DF>>& sum_hi) {
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
   const auto log2e =
@@ -445,11 +450,12 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
       sum3 = hn::Add(sum3, exp_store(k + 3 * N));
       pf.Step();
     }
-    total.Add(df, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3)));
+    AddWide(df, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3)), sum_lo,
+            sum_hi);
   }
   for (; k + N <= n; k += N) rest = hn::Add(rest, exp_store(k));
   if (k < n) rest = hn::Add(rest, partial(k, n - k));
-  total.Add(df, rest);
+  AddWide(df, rest, sum_lo, sum_hi);
   prefetch = pf;
 }
 
@@ -602,15 +608,18 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
                      std::fabs(max * kLog2e) <= 0x1p20 &&
                      std::fabs(options.scale * kLog2e) <= FLT_MAX;
   // One sum for the row: its horizontal reduction is paid once.
-  WideSum<DF> total;
+  const WideTag<DF> dd;
+  auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   for (std::size_t i = 0; i < count; ++i) {
     if (plain) {
-      SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch, total);
+      SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch, sum_lo,
+                              sum_hi);
     } else {
-      SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch, total);
+      SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch, sum_lo,
+                               sum_hi);
     }
   }
-  const double sum = total.Total();
+  const double sum = WideTotal(dd, sum_lo, sum_hi);
   if (!(sum > 0.0)) {
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
     // gives, but masked keys stay 0 (normalising them by NaN would not).
