@@ -27,7 +27,6 @@ from collections import OrderedDict
 TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 # How the repetitions of one benchmark are summarised (--statistic).
 STATISTICS = {"min": min, "median": statistics.median}
-statistic = "min"
 SOFTMAX_KERNELS = ("masked_softmax", "rlx_loop", "reference", "onednn_softmax",
                    "onednn_masked_softmax")
 FLOORS = ("copy_floor", "exp_floor")
@@ -38,7 +37,7 @@ BAR_TARGET = "AVX3"
 class Result:
     """One benchmark: name parts and its figures per iteration."""
 
-    def __init__(self, name, runs):
+    def __init__(self, name, runs, statistic):
         parts = name.split("/")
         self.name = name
         self.kernel = parts[0]
@@ -51,6 +50,7 @@ class Result:
         unit = TO_US[runs[0].get("time_unit", "ns")]
         self.time_us = STATISTICS[statistic](
             [r["real_time"] * unit for r in runs])
+        self.statistic = statistic
         cpu_s = [r["cpu_time"] * unit * 1e-6 for r in runs]
         # Rates are per CPU second; times the CPU time they give the amount
         # per iteration, which is fixed per benchmark.
@@ -69,7 +69,7 @@ class Result:
         return self.kept / (self.time_us * 1e3) if self.time_us else 0.0
 
 
-def load(path):
+def load(path, statistic):
     with open(path) as f:
         data = json.load(f)
     runs = OrderedDict()
@@ -79,13 +79,14 @@ def load(path):
         if b.get("run_type") == "aggregate":
             continue
         runs.setdefault(b.get("run_name", b["name"]), []).append(b)
-    # A run with --benchmark_report_aggregates_only has no iteration entries:
-    # take the medians instead.
+    # A run with --benchmark_report_aggregates_only has no iteration entries
+    # (and Google Benchmark aggregates no minimum): take the medians instead.
     if not runs:
+        statistic = "median"
         for b in data.get("benchmarks", []):
             if b.get("aggregate_name") == "median" and not b.get("error_occurred"):
                 runs.setdefault(b["run_name"], []).append(b)
-    results = [Result(name, rs) for name, rs in runs.items()]
+    results = [Result(name, rs, statistic) for name, rs in runs.items()]
     context = data.get("context", {})
     return context, sorted(results, key=order_key(context, results))
 
@@ -304,7 +305,8 @@ def context_lines(context, results):
     if "load_avg" in context:
         lines.append("- load average at start: " +
                      ", ".join(f"{x:.2f}" for x in context["load_avg"]))
-    lines.append(f"- repetitions: {reps} ({statistic} shown), wall time")
+    shown = results[0].statistic if results else "none"
+    lines.append(f"- repetitions: {reps} ({shown} shown), wall time")
     if context.get("smoke") == "1":
         lines.append("- SMOKE RUN: workloads shrunk 16x, figures meaningless")
     return "\n".join(lines)
@@ -365,10 +367,8 @@ def main():
                         default="min",
                         help="summary of a benchmark's repetitions")
     args = parser.parse_args()
-    global statistic
-    statistic = args.statistic
 
-    context, results = load(args.json)
+    context, results = load(args.json, args.statistic)
     if not results:
         sys.exit(f"report.py: no benchmark results in {args.json}")
     idx = Index(results, context)
