@@ -26,6 +26,7 @@
 
 #include "src/reference.h"
 #include "tests/error_of.h"
+#include "tests/guarded_pages.h"
 #include "tests/per_target.h"
 #include "tests/score_check.h"
 
@@ -243,6 +244,90 @@ TEST_P(ScoreKernelsTest, EveryRowAlignmentMatchesTheOracle) {
           c.name = "alignment";
           ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
           ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, misalign % 2 == 1));
+        }
+      }
+    }
+  }
+}
+
+// Copies `bytes` bytes of `src` flush against one of `mem`'s unmapped pages:
+// ending at it (`at_end`) or starting after it.
+void* PlaceBesideGuard(const testing::GuardedPages& mem, const void* src,
+                       std::size_t bytes, bool at_end) {
+  std::uint8_t* dst = at_end ? mem.end() - bytes : mem.begin();
+  std::memcpy(dst, src, bytes);
+  return dst;
+}
+
+// Both kernels on contiguous scores (and a dense mask) placed flush against
+// an unmapped page, compared with the oracle: a read or write past a row's
+// last key, or before its first, faults.
+void CheckBesideUnmappedPages(const Config& c, bool at_end) {
+  Tensor t = MakeTensor(c.type, c.shape, 0, 0);
+  FillScores(t.view, c.scores);
+  const std::size_t bytes = c.shape.rows() * c.shape.k_len * ElemSize(c.type);
+  std::vector<std::uint8_t> want_bytes;
+  const ScoreView want_apply = testing::SameViewIn(t, want_bytes);
+  reference::apply_mask(want_apply, c.mask, RowRange::all(c.shape), c.fill);
+
+  MaskSpec mask = c.mask;
+  const std::size_t mask_bytes =
+      c.mask.kind == MaskKind::kKeepU8 ? c.shape.k_len
+      : c.mask.kind == MaskKind::kKeepF32 || c.mask.kind == MaskKind::kBias
+          ? c.shape.k_len * sizeof(float)
+          : 0;
+  testing::GuardedPages mask_mem(mask_bytes);
+  if (mask_bytes != 0) {
+    mask.data = PlaceBesideGuard(mask_mem, c.mask.data, mask_bytes, at_end);
+  }
+
+  testing::GuardedPages in_mem(bytes), out_mem(bytes);
+  ScoreView in = t.view, out = t.view;
+  in.data = PlaceBesideGuard(in_mem, t.view.data, bytes, at_end);
+  apply_mask(in, mask, c.fill);
+  ASSERT_EQ("", testing::ApplyMismatch(in, want_apply, c.mask))
+      << Describe(c) << " at_end=" << at_end;
+
+  std::vector<std::uint8_t> softmax_bytes;
+  const ScoreView want = testing::SameViewIn(t, softmax_bytes);
+  reference::masked_softmax(want, want, c.mask, c.options,
+                            RowRange::all(c.shape));
+  in.data = PlaceBesideGuard(in_mem, t.view.data, bytes, at_end);
+  out.data = at_end ? out_mem.end() - bytes : out_mem.begin();
+  masked_softmax(in, out, mask, c.options, RowRange::all(c.shape));
+  ASSERT_EQ("", SoftmaxMismatch(t.view, out, want, c.mask, c.options))
+      << Describe(c) << " out of place, at_end=" << at_end;
+  masked_softmax(in, mask, c.options);
+  ASSERT_EQ("", SoftmaxMismatch(t.view, in, want, c.mask, c.options))
+      << Describe(c) << " in place, at_end=" << at_end;
+}
+
+// Rows that end where an unmapped page starts, or start where one ends: a
+// partial vector must not touch the bytes past the row even where a full
+// one would fault. Every length up to 3N+1, masks whose kept intervals end
+// at the row's last key, dense masks beside a guard of their own.
+TEST_P(ScoreKernelsTest, RowsBesideUnmappedPagesTouchNothingOutside) {
+  std::mt19937 rng(4321);
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (std::size_t k_len = 1; k_len <= 49; ++k_len) {
+      const Shape4 row{1, 1, 1, k_len};
+      DenseMask keep = MakeDense(MaskKind::kKeepU8, row, rng, 0.5);
+      DenseMask bias = MakeDense(MaskKind::kBias, row, rng, 0.7);
+      for (const MaskSpec& mask :
+           {MaskSpec::none(), MaskSpec::decode(k_len / 2, k_len - 1),
+            MaskSpec::decode(0, k_len - 1), MaskSpec::sliding_window(3),
+            keep.spec, bias.spec}) {
+        Config c;
+        c.type = type;
+        c.shape = {1, 3, 1, k_len};
+        c.mask = mask;
+        c.scores = [](std::size_t b, std::size_t h, std::size_t q,
+                      std::size_t k) {
+          return RandomScore(((b * 3 + h) * 5 + q) * 6007 + k + 11);
+        };
+        c.name = "beside unmapped pages";
+        for (bool at_end : {true, false}) {
+          ASSERT_NO_FATAL_FAILURE(CheckBesideUnmappedPages(c, at_end));
         }
       }
     }
