@@ -46,6 +46,38 @@ HWY_NOINLINE void CopyBytes(const std::uint8_t* HWY_RESTRICT from,
   if (i < bytes) hn::SafeCopyN(bytes - i, d, from + i, to + i);
 }
 
+// In place over one row of `bytes` bytes: the bytes of each kept span
+// [begin, end) loaded and stored back, every other byte stored zero. These
+// are the accesses a fused in-place kernel cannot avoid (read each kept
+// key once, write every key once), with no arithmetic. Spans are sorted,
+// disjoint and in bytes. Every stored byte is XORed with `zero`, which the
+// caller passes as 0: a compiler that saw it would drop the stores of
+// unchanged bytes, and the floor would time nothing.
+HWY_NOINLINE void TouchRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
+                           const std::size_t* HWY_RESTRICT span_begin,
+                           const std::size_t* HWY_RESTRICT span_end,
+                           std::size_t spans, std::uint8_t zero) {
+  const hn::ScalableTag<std::uint8_t> d;
+  const std::size_t N = hn::Lanes(d);
+  const auto zeros = hn::Set(d, zero);
+  const auto store_zeros = [&](std::size_t from, std::size_t to) {
+    std::size_t i = from;
+    for (; i + N <= to; i += N) hn::StoreU(zeros, d, row + i);
+    for (; i < to; ++i) row[i] = zero;
+  };
+  std::size_t at = 0;
+  for (std::size_t s = 0; s < spans; ++s) {
+    store_zeros(at, span_begin[s]);
+    std::size_t i = span_begin[s];
+    for (; i + N <= span_end[s]; i += N) {
+      hn::StoreU(hn::Xor(hn::LoadU(d, row + i), zeros), d, row + i);
+    }
+    for (; i < span_end[s]; ++i) row[i] ^= zero;
+    at = span_end[s];
+  }
+  store_zeros(at, bytes);
+}
+
 // out[i] = Exp(in[i]): two independent vectors per step to overlap the
 // polynomial's latency chains. Exp is Highway's contrib/math one (max error
 // 1 ulp over its valid range; inputs here are in [-16, 0]). The tail runs one

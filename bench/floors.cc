@@ -19,11 +19,19 @@ namespace rlx::bench {
 
 HWY_EXPORT(CopyBytes);
 HWY_EXPORT(ExpArray);
+HWY_EXPORT(TouchRow);
 
 void CopyFloor(const void* from, void* to, std::size_t bytes) {
   RLX_DYNAMIC_DISPATCH(CopyBytes)
   (static_cast<const std::uint8_t*>(from), static_cast<std::uint8_t*>(to),
    bytes);
+}
+
+void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
+                   const std::size_t* span_end, std::size_t spans,
+                   std::uint8_t zero) {
+  RLX_DYNAMIC_DISPATCH(TouchRow)
+  (static_cast<std::uint8_t*>(row), bytes, span_begin, span_end, spans, zero);
 }
 
 void ExpFloor(const float* in, float* out, std::size_t n) {

@@ -1,18 +1,28 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The floors every kernel figure is read against: what the hardware allows
 // for the same bytes (a plain copy) and for the same number of exponentials
-// (Highway's contrib/math Exp). Per target, dispatched like the library
-// (src/dispatch.h), so they follow rlx::force_target.
+// (Highway's contrib/math Exp), and for the memory accesses of an in-place
+// masked kernel (kept bytes read and written, masked bytes written). Per
+// target, dispatched like the library (src/dispatch.h), so they follow
+// rlx::force_target.
 #ifndef RLX_BENCH_FLOORS_H_
 #define RLX_BENCH_FLOORS_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace rlx::bench {
 
 // Copies `bytes` bytes from `from` to `to` (no overlap) with full-vector
 // loads and stores of the active target.
 void CopyFloor(const void* from, void* to, std::size_t bytes);
+
+// In place over one row of `bytes` bytes: each kept span [begin, end)
+// (bytes, sorted, disjoint) loaded and stored back, the rest stored zero.
+// `zero` must be 0; it is an argument so that no store can be optimised out.
+void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
+                   const std::size_t* span_end, std::size_t spans,
+                   std::uint8_t zero);
 
 // out[i] = exp(in[i]) for i < n (no overlap), with hn::Exp (~1 ulp).
 void ExpFloor(const float* in, float* out, std::size_t n);

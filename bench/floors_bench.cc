@@ -2,15 +2,24 @@
 // The floors, per workload and target: copy_floor/<workload>/<target> copies
 // the workload's score bytes into a second buffer (load + store, what "a
 // plain copy of the rows" costs); exp_floor/<workload>/<target> runs
-// Highway's Exp over as many f32 elements as the workload's mask keeps.
+// Highway's Exp over as many f32 elements as the workload's mask keeps;
+// touch_floor/<workload>/<target> makes, in place, the memory accesses that
+// a fused in-place softmax cannot avoid: each row's kept keys (rlx::kept_keys:
+// the whole row for None and dense masks) loaded and stored back, its other
+// keys stored zero, with no arithmetic. masked_softmax runs in place on the
+// same rows, so its time over touch_floor's is what its passes and arithmetic
+// add to that traffic.
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <string>
+#include <vector>
 
 #include "bench/bench_util.h"
 #include "bench/floors.h"
 #include "bench/suites.h"
 #include "bench/workloads.h"
+#include "rlx/score_kernels.h"
 
 namespace rlx::bench {
 namespace {
@@ -45,12 +54,51 @@ void BM_ExpFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(n));
 }
 
+void BM_TouchFloor(benchmark::State& state, const Workload* w,
+                   const std::string& target) {
+  TargetScope scope(target);
+  const ScoreView view = FreshScores(*w);
+  const Shape4& shape = w->shape;
+  const std::size_t es = w->element_bytes();
+  // Each row's kept spans in bytes, computed once: the floor times accesses.
+  struct Spans {
+    std::size_t begin[2], end[2], count;
+  };
+  std::vector<Spans> rows(shape.rows());
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::size_t q = r % shape.q_len;
+    const std::size_t b = r / shape.q_len / shape.heads;
+    const KeptKeys kept =
+        kept_keys(Data(*w).mask, b, q, shape.q_len, shape.k_len);
+    rows[r].count = kept.count;
+    for (std::size_t i = 0; i < kept.count; ++i) {
+      rows[r].begin[i] = kept.intervals[i].begin * es;
+      rows[r].end[i] = kept.intervals[i].end * es;
+    }
+  }
+  auto* data = static_cast<std::uint8_t*>(view.data);
+  std::uint8_t zero = 0;
+  benchmark::DoNotOptimize(zero);
+  const std::size_t row_bytes = shape.k_len * es;
+  for (auto _ : state) {
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      TouchRowFloor(data + r * row_bytes, row_bytes, rows[r].begin, rows[r].end,
+                    rows[r].count, zero);
+    }
+    benchmark::ClobberMemory();
+  }
+  SetScoreCounters(state, *w);
+}
+
 void Register(const Workload& w, const std::string& target) {
   Configure(benchmark::RegisterBenchmark(
       BenchName({"copy_floor", w.name, target}).c_str(), BM_CopyFloor, &w,
       target));
   Configure(benchmark::RegisterBenchmark(
       BenchName({"exp_floor", w.name, target}).c_str(), BM_ExpFloor, &w,
+      target));
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"touch_floor", w.name, target}).c_str(), BM_TouchFloor, &w,
       target));
 }
 
