@@ -250,13 +250,17 @@ TEST_P(ScoreKernelsTest, EveryRowAlignmentMatchesTheOracle) {
   }
 }
 
-// Copies `bytes` bytes of `src` flush against one of `mem`'s unmapped pages:
+// Where `bytes` bytes sit flush against one of `mem`'s unmapped pages:
 // ending at it (`at_end`) or starting after it.
+std::uint8_t* BesideGuard(const testing::GuardedPages& mem, std::size_t bytes,
+                          bool at_end) {
+  return at_end ? mem.end() - bytes : mem.begin();
+}
+
+// Copies `bytes` bytes of `src` there.
 void* PlaceBesideGuard(const testing::GuardedPages& mem, const void* src,
                        std::size_t bytes, bool at_end) {
-  std::uint8_t* dst = at_end ? mem.end() - bytes : mem.begin();
-  std::memcpy(dst, src, bytes);
-  return dst;
+  return std::memcpy(BesideGuard(mem, bytes, at_end), src, bytes);
 }
 
 // Both kernels on contiguous scores (and a dense mask) placed flush against
@@ -293,7 +297,7 @@ void CheckBesideUnmappedPages(const Config& c, bool at_end) {
   reference::masked_softmax(want, want, c.mask, c.options,
                             RowRange::all(c.shape));
   in.data = PlaceBesideGuard(in_mem, t.view.data, bytes, at_end);
-  out.data = at_end ? out_mem.end() - bytes : out_mem.begin();
+  out.data = BesideGuard(out_mem, bytes, at_end);
   masked_softmax(in, out, mask, c.options, RowRange::all(c.shape));
   ASSERT_EQ("", SoftmaxMismatch(t.view, out, want, c.mask, c.options))
       << Describe(c) << " out of place, at_end=" << at_end;
