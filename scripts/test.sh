@@ -34,6 +34,10 @@
 # 0.25, aarch64-neon 0.5, aarch64-sve256 and -sve2 0.25; the environment
 # variable RLX_EMULATED_TEST_SCALE overrides them all) and split each
 # GoogleTest binary into shards run --jobs at a time (scripts/run-tests.sh).
+# There a shard that fails is run once more, alone: if it passes, it is
+# reported FLAKY with the failed run's output and does not fail the leg.
+# At the end, the lines that say why a leg failed (or what was flaky) are
+# repeated above the table of results.
 # Build trees: build-release, build-asan, build-shared, build-aarch64.
 #
 # Options:
@@ -59,7 +63,7 @@ if [ -n "${RLX_EMULATED_TEST_SCALE:-}" ]; then
   for k in "${!scale[@]}"; do scale[$k]=$RLX_EMULATED_TEST_SCALE; done
 fi
 
-usage() { sed -n '3,44s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,48s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 jobs=$(nproc 2>/dev/null || echo 2)
 selected=()
@@ -170,14 +174,18 @@ report() {
 
 # emulated LEG TREE [run-tests.sh options]: runs a tree's tests through
 # scripts/run-tests.sh with the leg's RLX_TEST_SCALE. A shard that runs 15
-# minutes is hung (the slowest take 2 under qemu on a busy machine).
+# minutes is hung (the slowest take 2 under qemu on a busy machine). A shard
+# that fails is run again alone (--rerun-failed): one that then passes is
+# reported FLAKY with its failed output (also in the digest at the end of the
+# run) and does not fail the leg; one that fails again does. Only here: under
+# qemu a deterministic test can fail for the emulator's sake, natively not.
 emulated() {
   local leg=$1 tree=$2
   shift 2
   export RLX_TEST_SCALE=${scale[$leg]}
   say "RLX_TEST_SCALE=$RLX_TEST_SCALE"
   bash scripts/run-tests.sh --jobs "$jobs" --shards $((2 * jobs)) \
-    --timeout 900 "$@" "$tree"
+    --timeout 900 --rerun-failed "$@" "$tree"
 }
 
 # ---------------------------------------------------------------------------
@@ -311,6 +319,23 @@ describe() {
   esac
 }
 
+# Each leg's output is also kept, so that the end of the run can repeat why a
+# leg failed: a CI log is often shown by its last lines only.
+logs=$(mktemp -d "${TMPDIR:-/tmp}/rlx-test-logs.XXXXXX")
+trap 'rm -rf "$logs"' EXIT
+
+# digest LEG: the lines of a failed leg's log that say what failed (test
+# failures, assertion details, signals, timeouts, errors), then its last lines.
+digest() {
+  local log=$logs/$1.log
+  echo "------------------------------------------------------------------------------"
+  echo "-- $1: what failed (from its output above)"
+  grep -a -A 8 -E ': Failure$|FAILED|FAIL |FLAKY|signal|Segmentation|Abort|timed out|terminate called|ERROR|[Ee]rror|panicked' "$log" |
+    grep -v -E '^(--|\[ +(OK|RUN) +\].*)$' | awk '!seen[$0]++' | head -n 40
+  echo "-- last lines of $1:"
+  tail -n 15 "$log"
+}
+
 total_start=$SECONDS
 i=0
 for leg in "${legs[@]}"; do
@@ -320,11 +345,17 @@ for leg in "${legs[@]}"; do
   echo "== [$i/${#legs[@]}] $leg: $(describe "$leg")"
   echo "=============================================================================="
   start=$SECONDS
-  ( set -e; "leg_$leg" )
-  rc=$?
+  ( set -e; "leg_$leg" ) 2>&1 | tee "$logs/$leg.log"
+  rc=${PIPESTATUS[0]}
   seconds[$leg]=$((SECONDS - start))
   if [ $rc = 0 ]; then result[$leg]=PASS; else result[$leg]=FAIL; fi
   echo "== $leg: ${result[$leg]} (${seconds[$leg]} s)"
+done
+
+for leg in "${legs[@]}"; do
+  if [ "${result[$leg]}" != PASS ] || grep -q '^  FLAKY ' "$logs/$leg.log"; then
+    digest "$leg"
+  fi
 done
 
 passed=0
