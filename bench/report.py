@@ -48,8 +48,11 @@ class Result:
         self.workload = parts[1] if len(parts) > 1 else ""
         rest = parts[2:]
         self.threads = ""
+        self.rows = ""  # "rows:N": the workload's first N rows only
         if rest and rest[-1].startswith("threads:"):
             self.threads = rest.pop()
+        elif rest and rest[-1].startswith("rows:"):
+            self.rows = rest.pop()
         self.target = rest[0] if rest else ""
         unit = TO_US[runs[0].get("time_unit", "ns")]
         self.time_us = STATISTICS[statistic](
@@ -116,7 +119,7 @@ def order_key(context, results):
         return (0 if r.workload in workloads else 1,
                 rank(workloads, r.workload, 0), len(r.workload), r.workload,
                 rank(targets, r.target, 0) if r.target else -1,
-                rank(KERNEL_ORDER, r.kernel, 0), r.threads, r.name)
+                rank(KERNEL_ORDER, r.kernel, 0), r.threads, r.rows, r.name)
     return key
 
 
@@ -173,7 +176,9 @@ def workload_table(idx, workload, results):
     for r in results:
         floor_target = r.target or idx.ref
         vs_rlx = vs_dnn = pct_copy = pct_exp = pct_touch = None
-        if r.kernel in SOFTMAX_KERNELS:
+        # Rows of a part of the workload compare to nothing of the whole.
+        whole = not r.rows
+        if whole and r.kernel in SOFTMAX_KERNELS:
             vs_rlx = speedup(rlx, r.time_us)
             dnn = idx.time("onednn_masked_softmax", workload, r.threads)
             if dnn is None and r.threads:
@@ -181,14 +186,15 @@ def workload_table(idx, workload, results):
             vs_dnn = speedup(dnn, r.time_us)
             pct_exp = speedup(idx.time("exp_floor", workload, floor_target),
                               r.time_us)
-        if r.kernel not in FLOORS and not r.kernel.startswith("fill_"):
+        if (whole and r.kernel not in FLOORS and
+                not r.kernel.startswith("fill_")):
             pct_copy = speedup(idx.time("copy_floor", workload, floor_target),
                                r.time_us)
-        if r.kernel in TOUCH_FLOOR_KERNELS:
+        if whole and r.kernel in TOUCH_FLOOR_KERNELS:
             pct_touch = speedup(
                 idx.time("touch_floor", workload, floor_target), r.time_us)
         rows.append([
-            r.kernel + (f" ({r.threads})" if r.threads else ""),
+            r.kernel + "".join(f" ({x})" for x in (r.threads, r.rows) if x),
             r.target or "–",
             fmt_time(r.time_us),
             f"{r.gbps:.1f}" if r.bytes else "–",
@@ -275,6 +281,17 @@ def bars(idx):
         table += (f"\n\nFor the D2 ÷ D2full bar: touch_floor/D2/{t} ÷ "
                   f"masked_softmax/D2full/{t} = {touch:.2f} (the memory "
                   "accesses of D2 in place, with no arithmetic).")
+    # And its compute alone: the first rows of each, which stay in L1.
+    resident = sorted(r.rows for r in idx.by_name.values()
+                      if r.kernel == "masked_softmax" and r.workload == "D2"
+                      and r.target == t and r.rows)
+    for rows in resident:
+        d2 = idx.time("masked_softmax", "D2", t, rows)
+        full = idx.time("masked_softmax", "D2full", t, rows)
+        if d2 and full:
+            table += (f"\n\nCompute alone ({rows}: those rows only, in L1 "
+                      f"between calls): masked_softmax/D2/{t}/{rows} ÷ "
+                      f"masked_softmax/D2full/{t}/{rows} = {d2 / full:.2f}.")
     return table
 
 

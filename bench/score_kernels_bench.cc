@@ -6,6 +6,11 @@
 //   masked_softmax/<workload>/<target>/threads:<n>
 //       the row-range entry point split over n std::threads (the calling
 //       thread and n - 1 workers), for the threaded workloads (D2, P2)
+//   masked_softmax/<workload>/<target>/rows:<n>
+//       the first n rows only (a row range), for the workloads with
+//       resident_rows (D2, D2full): rows that stay in L1 between
+//       iterations, so the time is the kernel's compute (and one call's
+//       overhead) without the memory traffic of the whole workload
 //   reference/<workload>                rlx::reference::masked_softmax: the
 //       double-precision oracle, written for clarity, not speed
 // Every run starts from the workload's pristine scores; iterations then run
@@ -142,6 +147,24 @@ void BM_MaskedSoftmaxThreads(benchmark::State& state, const Workload* w,
   SetScoreCounters(state, *w);
 }
 
+void BM_ResidentRows(benchmark::State& state, const Workload* w,
+                     const std::string& target, std::size_t rows) {
+  TargetScope scope(target);
+  const WorkloadData& data = Data(*w);
+  const ScoreView view = FreshScores(*w);
+  const RowRange range{0, rows};
+  for (auto _ : state) {
+    masked_softmax(view, data.mask, SoftmaxOptions{}, range);
+    benchmark::ClobberMemory();
+  }
+  // Every row of a decode workload keeps the same keys.
+  const double share =
+      static_cast<double>(rows) / static_cast<double>(w->shape.rows());
+  SetCounters(state, static_cast<double>(w->elements()) * share,
+              static_cast<double>(w->element_bytes()),
+              static_cast<double>(data.kept) * share);
+}
+
 void BM_Reference(benchmark::State& state, const Workload* w) {
   const WorkloadData& data = Data(*w);
   const ScoreView view = FreshScores(*w);
@@ -165,6 +188,12 @@ void RegisterKernels(const Workload& w, const std::string& target) {
   Configure(benchmark::RegisterBenchmark(
       BenchName({"masked_softmax", w.name, target}).c_str(), BM_InPlace, &w,
       target, &MaskedSoftmaxKernel));
+  if (w.resident_rows > 0) {
+    const std::string suffix = "rows:" + std::to_string(w.resident_rows);
+    Configure(benchmark::RegisterBenchmark(
+        BenchName({"masked_softmax", w.name, target, suffix}).c_str(),
+        BM_ResidentRows, &w, target, w.resident_rows));
+  }
   if (!w.threaded) return;
   for (std::size_t threads : {1, 2}) {
     const std::string suffix = "threads:" + std::to_string(threads);

@@ -7,6 +7,7 @@
 //   D2   32 x 4097, upper 4096, past 2100       D2w: the same, window 512
 //   D3   32 x 32769, upper 32768, past 17000    D2full: D2 with past 4096
 //   each of D1, D2, D2w, D3 also with bf16 and f16 rows (D2bf16, D2f16, ...)
+//   D2 and D2full also on their first 2 rows alone (resident_rows)
 // Prefill (f32):
 //   P1   8 heads x 512 x 512, causal            P1none: the same, no mask
 //   P2   8 x 2048 x 2048, causal                P2w: sliding window 256
@@ -40,6 +41,10 @@ struct Workload {
   std::size_t window = 0, past = 0, upper = 0;  // structured kinds
   Shape4 mask_shape;      // dense kinds: extents, 1 = broadcast
   bool threaded = false;  // also run on 1 and 2 std::threads
+  // When > 0, masked_softmax also runs on the first resident_rows rows
+  // alone (a row range), which then stay in L1: the kernel's compute
+  // without the memory traffic of the whole workload.
+  std::size_t resident_rows = 0;
 
   std::size_t elements() const { return shape.rows() * shape.k_len; }
   std::size_t element_bytes() const {
@@ -84,6 +89,11 @@ inline const std::vector<Workload>& Workloads() {
       w.past = past / s;
       w.window = window / s;
       w.threaded = std::string(name) == "D2" && type == ScoreType::kF32;
+      // D2 and D2full: 2 rows of 4097 f32 (32 KiB) fit an L1d of 48 KiB.
+      if (type == ScoreType::kF32 &&
+          (std::string(name) == "D2" || std::string(name) == "D2full")) {
+        w.resident_rows = 2;
+      }
       all.push_back(w);
     };
     for (ScoreType type :
