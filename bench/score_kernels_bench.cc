@@ -157,12 +157,7 @@ void BM_ResidentRows(benchmark::State& state, const Workload* w,
     masked_softmax(view, data.mask, SoftmaxOptions{}, range);
     benchmark::ClobberMemory();
   }
-  // Every row of a decode workload keeps the same keys.
-  const double share =
-      static_cast<double>(rows) / static_cast<double>(w->shape.rows());
-  SetCounters(state, static_cast<double>(w->elements()) * share,
-              static_cast<double>(w->element_bytes()),
-              static_cast<double>(data.kept) * share);
+  SetScoreCounters(state, *w, rows);  // decode: every row keeps the same keys
 }
 
 void BM_Reference(benchmark::State& state, const Workload* w) {

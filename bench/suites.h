@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -60,11 +61,17 @@ inline void SetCounters(benchmark::State& state, double items,
 }
 
 // A score kernel's counters on workload `w`: items are score elements,
-// bytes the score tensor's bytes, kept the elements the mask keeps.
-inline void SetScoreCounters(benchmark::State& state, const Workload& w) {
-  SetCounters(state, static_cast<double>(w.elements()),
+// bytes the score tensor's bytes, kept the elements the mask keeps. With
+// `rows` (< all of w's), those of its first rows only, for a workload whose
+// rows all keep the same keys (decode).
+inline void SetScoreCounters(benchmark::State& state, const Workload& w,
+                             std::size_t rows = 0) {
+  const double share = rows == 0 ? 1.0
+                                 : static_cast<double>(rows) /
+                                       static_cast<double>(w.shape.rows());
+  SetCounters(state, static_cast<double>(w.elements()) * share,
               static_cast<double>(w.element_bytes()),
-              static_cast<double>(Data(w).kept));
+              static_cast<double>(Data(w).kept) * share);
 }
 
 }  // namespace rlx::bench
