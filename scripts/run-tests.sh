@@ -259,7 +259,9 @@ while IFS= read -r job; do
   if [ -n "$unsupported" ]; then
     echo "run-tests: $name uses test properties this runner does not apply: ${unsupported%,}" >>"$work/$id.log"
   fi
-  if job_passed "$job" && [ -e "$work/$id.first.rc" ]; then
+  passed=0
+  job_passed "$job" && passed=1
+  if [ "$passed" = 1 ] && [ -e "$work/$id.first.rc" ]; then
     flaky=$((flaky + 1))
     first_rc=$(cat "$work/$id.first.rc")
     printf '  FLAKY %-50s %5ss  (failed with exit %s, passed when run again)\n' \
@@ -268,7 +270,7 @@ while IFS= read -r job; do
     echo "----- output of the failed run of $label -----"
     filter <"$work/$id.first.log"
     echo "----- end of the failed run of $label -----"
-  elif job_passed "$job"; then
+  elif [ "$passed" = 1 ]; then
     printf '  PASS  %-50s %5ss\n' "$label" "$sec"
   else
     failed=$((failed + 1))
