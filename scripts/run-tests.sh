@@ -66,6 +66,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+# set -e stops the runner at a failing command of its own: say which.
+trap 'echo "run-tests: ERROR: a command of the runner failed at line $LINENO (exit $?)" >&2' ERR
 trap 'exit 130' INT TERM
 
 # The test list as one line per test, fields separated by tabs:
@@ -288,9 +290,12 @@ for t in "${disabled[@]}"; do
   printf '  DISABLED %s\n' "$t"
 done
 
+# awk, not head, takes the first 8: head exits after 8 lines, and under
+# pipefail sort's next write then dies of SIGPIPE (exit 141), which failed
+# whole legs after every test had passed.
 echo "run-tests: slowest GoogleTest cases:"
 cat "$work"/*[0-9].log | sed -n 's/^\[ *OK *\] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' |
-  sort -rn | head -n 8 | awk '{ printf "  %8.1fs  %s\n", $1 / 1000, $2 }'
+  sort -rn | awk 'NR <= 8 { printf "  %8.1fs  %s\n", $1 / 1000, $2 }'
 
 if [ "$failed" -gt 0 ]; then
   echo "run-tests: $failed of $njobs jobs FAILED"

@@ -331,7 +331,7 @@ digest() {
   echo "------------------------------------------------------------------------------"
   echo "-- $1: what failed (from its output above)"
   grep -a -A 8 -E ': Failure$|FAILED|FAIL |FLAKY|signal|Segmentation|Abort|timed out|terminate called|ERROR|[Ee]rror|panicked' "$log" |
-    grep -v -E '^(--|\[ +(OK|RUN) +\].*)$' | awk '!seen[$0]++' | head -n 40
+    grep -v -E '^(--|\[ +(OK|RUN) +\].*)$' | awk '!seen[$0]++ && ++n <= 40'
   echo "-- last lines of $1:"
   tail -n 15 "$log"
 }
