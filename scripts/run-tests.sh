@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Usage: scripts/run-tests.sh [--emulator "CMD ARGS"] [--shards N] [--jobs N]
-#          [--timeout SECONDS] [-R REGEX] [-E REGEX] [--rerun-failed] BUILD_DIR
+#          [--timeout SECONDS] [-R REGEX] [-E REGEX] BUILD_DIR
 #
 # Runs the ctest tests of a built tree the way ctest would (same commands,
 # arguments, working directories and ENVIRONMENT properties, read from
@@ -16,13 +16,6 @@
 # A test's TIMEOUT property applies to each of its shards (as in ctest);
 # --timeout is the limit for tests without one (default 1800 s).
 # -R / -E select / exclude tests by name (bash regular expressions), as ctest.
-# --rerun-failed: a job that fails is run once more, alone, on the same
-#   inputs. If the rerun fails too, the job fails; if it passes, the job is
-#   reported FLAKY with the whole output of the failed run and does not fail
-#   the run. For the emulated legs only: the tests are deterministic (fixed
-#   seeds, fixed inputs), so a failure that does not repeat came from outside
-#   the test's inputs (the emulator, the load of the machine), and it is
-#   printed, not hidden.
 # Prints each job's result and time, the full output of failed jobs, and the
 # slowest GoogleTest cases; exits non-zero if any job failed or no test ran.
 set -euo pipefail
@@ -33,8 +26,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 timeout_s=1800
 include=""
 exclude=""
-rerun=0
-usage() { sed -n '3,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,21s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
   case "$1" in
     --emulator) emulator=$2; shift 2 ;;
@@ -43,7 +35,6 @@ while [ $# -gt 0 ]; do
     --timeout) timeout_s=$2; shift 2 ;;
     -R) include=$2; shift 2 ;;
     -E) exclude=$2; shift 2 ;;
-    --rerun-failed) rerun=1; shift ;;
     -h | --help) usage; exit 0 ;;
     -*) echo "run-tests: unknown option $1" >&2; usage >&2; exit 2 ;;
     *) break ;;
@@ -221,36 +212,14 @@ while IFS= read -r job; do
 done <"$work/jobs.tsv"
 wait || true
 
-# job_passed JOB: whether a job's last run passed (its exit status against
-# WILL_FAIL; a test with properties this runner does not apply never passes).
-job_passed() {
-  local -a f
-  IFS=$'\t' read -r -a f <<<"$1"
-  local rc will_fail=${f[5]} unsupported=${f[7]%-}
-  rc=$(cat "$work/${f[0]}.rc" 2>/dev/null || echo 255)
-  [ -z "$unsupported" ] || return 1
-  if [ "$will_fail" = 1 ]; then [ "$rc" != 0 ]; else [ "$rc" = 0 ]; fi
-}
-
-if [ "$rerun" = 1 ]; then
-  while IFS= read -r job; do
-    job_passed "$job" && continue
-    id=${job%%$'\t'*}
-    for ext in log rc sec; do mv "$work/$id.$ext" "$work/$id.first.$ext"; done
-    echo "run-tests: job $id failed (exit $(cat "$work/$id.first.rc")): running it again, alone"
-    run_job "$job"
-  done <"$work/jobs.tsv"
-fi
-
 # qemu-x86_64 warns about CPU model features TCG lacks (pcid, x2apic, ...).
 filter() { grep -v "TCG doesn't support requested feature" || true; }
 
 echo "run-tests: results"
 failed=0
-flaky=0
 while IFS= read -r job; do
   IFS=$'\t' read -r -a f <<<"$job"
-  id=${f[0]} shard=${f[1]} nshards=${f[2]} name=${f[3]}
+  id=${f[0]} shard=${f[1]} nshards=${f[2]} name=${f[3]} will_fail=${f[5]}
   unsupported=${f[7]%-}
   limit=${f[8]}
   [ "$limit" = "-" ] && limit=$timeout_s
@@ -258,21 +227,13 @@ while IFS= read -r job; do
   [ "$nshards" -gt 1 ] && label="$name [shard $((shard + 1))/$nshards]"
   rc=$(cat "$work/$id.rc" 2>/dev/null || echo 255)
   sec=$(cat "$work/$id.sec" 2>/dev/null || echo 0)
+  ok=0
+  if [ "$will_fail" = 1 ]; then [ "$rc" != 0 ] && ok=1; else [ "$rc" = 0 ] && ok=1; fi
   if [ -n "$unsupported" ]; then
     echo "run-tests: $name uses test properties this runner does not apply: ${unsupported%,}" >>"$work/$id.log"
+    ok=0
   fi
-  passed=0
-  job_passed "$job" && passed=1
-  if [ "$passed" = 1 ] && [ -e "$work/$id.first.rc" ]; then
-    flaky=$((flaky + 1))
-    first_rc=$(cat "$work/$id.first.rc")
-    printf '  FLAKY %-50s %5ss  (failed with exit %s, passed when run again)\n' \
-      "$label" "$(cat "$work/$id.first.sec")" "$first_rc"
-    [ "$first_rc" = 124 ] && echo "run-tests: timed out after ${limit}s" >>"$work/$id.first.log"
-    echo "----- output of the failed run of $label -----"
-    filter <"$work/$id.first.log"
-    echo "----- end of the failed run of $label -----"
-  elif [ "$passed" = 1 ]; then
+  if [ "$ok" = 1 ]; then
     printf '  PASS  %-50s %5ss\n' "$label" "$sec"
   else
     failed=$((failed + 1))
@@ -294,15 +255,11 @@ done
 # pipefail sort's next write then dies of SIGPIPE (exit 141), which failed
 # whole legs after every test had passed.
 echo "run-tests: slowest GoogleTest cases:"
-cat "$work"/*[0-9].log | sed -n 's/^\[ *OK *\] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' |
+cat "$work"/*.log | sed -n 's/^\[ *OK *\] \(.*\) (\([0-9]*\) ms)$/\2 \1/p' |
   sort -rn | awk 'NR <= 8 { printf "  %8.1fs  %s\n", $1 / 1000, $2 }'
 
 if [ "$failed" -gt 0 ]; then
   echo "run-tests: $failed of $njobs jobs FAILED"
   exit 1
 fi
-if [ "$flaky" -gt 0 ]; then
-  echo "run-tests: all $njobs jobs passed, $flaky of them FLAKY (failed once, output above)"
-else
-  echo "run-tests: all $njobs jobs passed"
-fi
+echo "run-tests: all $njobs jobs passed"

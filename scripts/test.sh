@@ -34,10 +34,8 @@
 # 0.25, aarch64-neon 0.5, aarch64-sve256 and -sve2 0.25; the environment
 # variable RLX_EMULATED_TEST_SCALE overrides them all) and split each
 # GoogleTest binary into shards run --jobs at a time (scripts/run-tests.sh).
-# There a shard that fails is run once more, alone: if it passes, it is
-# reported FLAKY with the failed run's output and does not fail the leg.
-# At the end, the lines that say why a leg failed (or what was flaky) are
-# repeated above the table of results.
+# At the end, the lines that say why a leg failed are repeated above the
+# table of results.
 # Build trees: build-release, build-asan, build-shared, build-aarch64.
 #
 # Options:
@@ -63,7 +61,7 @@ if [ -n "${RLX_EMULATED_TEST_SCALE:-}" ]; then
   for k in "${!scale[@]}"; do scale[$k]=$RLX_EMULATED_TEST_SCALE; done
 fi
 
-usage() { sed -n '3,48s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,46s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 jobs=$(nproc 2>/dev/null || echo 2)
 selected=()
@@ -174,18 +172,14 @@ report() {
 
 # emulated LEG TREE [run-tests.sh options]: runs a tree's tests through
 # scripts/run-tests.sh with the leg's RLX_TEST_SCALE. A shard that runs 15
-# minutes is hung (the slowest take 2 under qemu on a busy machine). A shard
-# that fails is run again alone (--rerun-failed): one that then passes is
-# reported FLAKY with its failed output (also in the digest at the end of the
-# run) and does not fail the leg; one that fails again does. Only here: under
-# qemu a deterministic test can fail for the emulator's sake, natively not.
+# minutes is hung (the slowest take 2 under qemu on a busy machine).
 emulated() {
   local leg=$1 tree=$2
   shift 2
   export RLX_TEST_SCALE=${scale[$leg]}
   say "RLX_TEST_SCALE=$RLX_TEST_SCALE"
   bash scripts/run-tests.sh --jobs "$jobs" --shards $((2 * jobs)) \
-    --timeout 900 --rerun-failed "$@" "$tree"
+    --timeout 900 "$@" "$tree"
 }
 
 # ---------------------------------------------------------------------------
@@ -330,7 +324,7 @@ digest() {
   local log=$logs/$1.log
   echo "------------------------------------------------------------------------------"
   echo "-- $1: what failed (from its output above)"
-  grep -a -A 8 -E ': Failure$|FAILED|FAIL |FLAKY|signal|Segmentation|Abort|timed out|terminate called|ERROR|[Ee]rror|panicked' "$log" |
+  grep -a -A 8 -E ': Failure$|FAILED|FAIL |signal|Segmentation|Abort|timed out|terminate called|ERROR|[Ee]rror|panicked' "$log" |
     grep -v -E '^(--|\[ +(OK|RUN) +\].*)$' | awk '!seen[$0]++ && ++n <= 40'
   echo "-- last lines of $1:"
   tail -n 15 "$log"
@@ -353,9 +347,7 @@ for leg in "${legs[@]}"; do
 done
 
 for leg in "${legs[@]}"; do
-  if [ "${result[$leg]}" != PASS ] || grep -q '^  FLAKY ' "$logs/$leg.log"; then
-    digest "$leg"
-  fi
+  [ "${result[$leg]}" = PASS ] || digest "$leg"
 done
 
 passed=0
