@@ -14,6 +14,7 @@
 #include "src/attn_mask-inl.h"
 
 #if HWY_ONCE
+#include "src/checked_size.h"
 #include "src/dispatch.h"
 
 namespace rlx {
@@ -34,6 +35,12 @@ void CheckPastWithinUpper(const char* who, std::size_t past_seq,
     throw std::invalid_argument(std::string(who) + ": upper " +
                                 std::to_string(upper) +
                                 " leaves no room for the mask's upper + 1");
+  }
+  if (!detail::CheckedMul(upper + 1, sizeof(float))) {
+    throw std::invalid_argument(
+        std::string(who) + ": upper " + std::to_string(upper) +
+        " asks for a mask of upper + 1 floats, more than PTRDIFF_MAX (" +
+        std::to_string(detail::kMaxSize) + ") bytes");
   }
 }
 

@@ -16,11 +16,6 @@
 
 namespace rlx::detail {
 
-inline bool IsStructured(MaskKind kind) {
-  return kind == MaskKind::kCausal || kind == MaskKind::kSlidingWindow ||
-         kind == MaskKind::kDecode;
-}
-
 inline bool IsDense(MaskKind kind) {
   return kind == MaskKind::kKeepF32 || kind == MaskKind::kKeepU8 ||
          kind == MaskKind::kBias;
@@ -58,15 +53,25 @@ inline std::size_t RowOffset(const Shape4& shape, const Strides3& strides,
          (shape.q_len == 1 ? 0 : i.q * strides.row);
 }
 
-// Absolute position of query row q of batch b.
-inline std::int64_t QueryPosition(const MaskSpec& mask, std::size_t b,
-                                  std::size_t q, std::size_t q_len,
-                                  std::size_t k_len) {
+// Absolute position of query row q of batch b, query_offset(b) + q, into
+// *pos; false when it is negative (the row sees no key). Exact for every
+// int64 offset and q <= PTRDIFF_MAX: a non-negative sum is below 2^64.
+inline bool QueryPosition(const MaskSpec& mask, std::size_t b, std::size_t q,
+                          std::size_t q_len, std::size_t k_len,
+                          std::uint64_t* pos) {
   const std::int64_t offset =
       mask.query_offsets != nullptr
           ? mask.query_offsets[b]
           : static_cast<std::int64_t>(k_len) - static_cast<std::int64_t>(q_len);
-  return offset + static_cast<std::int64_t>(q);
+  if (offset >= 0) {
+    *pos = static_cast<std::uint64_t>(offset) + q;
+    return true;
+  }
+  // |offset| without negating INT64_MIN.
+  const std::uint64_t below = static_cast<std::uint64_t>(-(offset + 1)) + 1;
+  if (q < below) return false;
+  *pos = q - below;
+  return true;
 }
 
 // The keys row (b, q) may attend to; [0, k_len) for None and dense kinds.
@@ -84,9 +89,9 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, std::size_t b, std::size_t q,
   switch (mask.kind) {
     case MaskKind::kCausal:
     case MaskKind::kSlidingWindow: {
-      const std::int64_t abs_q = QueryPosition(mask, b, q, q_len, k_len);
-      if (abs_q < 0) break;  // a query before key 0 sees nothing
-      const std::uint64_t pos = static_cast<std::uint64_t>(abs_q);
+      std::uint64_t pos = 0;
+      // A query before key 0 sees nothing.
+      if (!QueryPosition(mask, b, q, q_len, k_len, &pos)) break;
       const std::size_t end =
           static_cast<std::size_t>(std::min<std::uint64_t>(pos + 1, k_len));
       std::size_t begin = 0;

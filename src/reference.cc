@@ -122,8 +122,9 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
                                   ? mask.query_offsets[b]
                                   : static_cast<std::int64_t>(scores.k_len) -
                                         static_cast<std::int64_t>(scores.q_len);
-  const std::int64_t abs_q = offset + static_cast<std::int64_t>(q);
-  const std::int64_t key = static_cast<std::int64_t>(k);
+  // 128-bit: an int64 offset plus a row index cannot overflow it.
+  const __int128 abs_q = __int128{offset} + static_cast<__int128>(q);
+  const __int128 key = k;
   switch (mask.kind) {
     case MaskKind::kNone:
       return true;
@@ -132,8 +133,8 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
     case MaskKind::kSlidingWindow: {
       if (key > abs_q) return false;
       if (mask.window == 0) return true;
-      // abs_q - w <= k, in a form that cannot overflow.
-      return static_cast<std::uint64_t>(abs_q - key) <= mask.window;
+      // abs_q - w <= k.
+      return abs_q - key <= static_cast<__int128>(mask.window);
     }
     case MaskKind::kDecode: {
       // The seed's windowed decode mask at key k.

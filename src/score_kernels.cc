@@ -4,6 +4,8 @@
 #include "rlx/score_kernels.h"
 
 #include <cmath>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -14,6 +16,7 @@
 #include "src/score_kernels-inl.h"
 
 #if HWY_ONCE
+#include "src/checked_size.h"
 #include "src/dispatch.h"
 #include "src/mask_rows.h"
 
@@ -29,8 +32,40 @@ std::string ShapeString(const Shape4& s) {
          std::to_string(s.q_len) + ", " + std::to_string(s.k_len) + "]";
 }
 
+std::string StridesString(const Strides3& s) {
+  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.head) + ", " +
+         std::to_string(s.row) + "]";
+}
+
 [[noreturn]] void Fail(const char* who, const std::string& what) {
   throw std::invalid_argument(std::string(who) + ": " + what);
+}
+
+// "PTRDIFF_MAX (9223372036854775807)" on 64-bit targets.
+std::string MaxSizeString() {
+  return "PTRDIFF_MAX (" + std::to_string(detail::kMaxSize) + ")";
+}
+
+// Rejects a tensor (`what` names it: "scores", "mask") whose element count
+// or byte span exceeds PTRDIFF_MAX: no such tensor exists, and offsets into
+// it would wrap. Extents must be >= 1.
+void CheckTensorSize(const char* who, const std::string& what,
+                     const Shape4& shape, const Strides3& strides,
+                     std::size_t elem_size) {
+  if (!detail::ElementCount(shape)) {
+    Fail(who, what + " shape " + ShapeString(shape) + " has more than " +
+                  MaxSizeString() + " elements");
+  }
+  if (!detail::SpanBytes(shape, strides, elem_size)) {
+    Fail(who, what + " shape " + ShapeString(shape) + " at strides " +
+                  StridesString(strides) + " spans more than " +
+                  MaxSizeString() + " bytes of " + std::to_string(elem_size) +
+                  "-byte elements");
+  }
+}
+
+std::size_t ElemSize(ScoreType type) {
+  return type == ScoreType::kF32 ? sizeof(float) : sizeof(std::uint16_t);
 }
 
 void CheckScores(const char* who, const char* name, const ScoreView& v) {
@@ -50,6 +85,7 @@ void CheckScores(const char* who, const char* name, const ScoreView& v) {
     Fail(who, n + " row stride " + std::to_string(v.strides.row) +
                   " is below k_len " + std::to_string(s.k_len));
   }
+  CheckTensorSize(who, n, s, v.strides, ElemSize(v.type));
 }
 
 void CheckRows(const char* who, const Shape4& shape, RowRange rows) {
@@ -96,6 +132,9 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
         Fail(who, "mask row stride " + std::to_string(mask.strides.row) +
                       " is below k_len " + std::to_string(m.k_len));
       }
+      CheckTensorSize(who, "mask", m, mask.strides,
+                      mask.kind == MaskKind::kKeepU8 ? sizeof(std::uint8_t)
+                                                     : sizeof(float));
       return;
     }
   }
@@ -112,6 +151,15 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   if (q >= q_len) {
     Fail(kWho, "query row " + std::to_string(q) + " is not below q_len " +
                    std::to_string(q_len));
+  }
+  // The row's tensor, batch_index + 1 batches of q_len rows of k_len keys,
+  // must be able to exist, as in the kernels.
+  if (batch_index >= detail::kMaxSize ||
+      !detail::CheckedProduct({batch_index + 1, q_len, k_len})) {
+    Fail(kWho, "batch_index " + std::to_string(batch_index) + ", q_len " +
+                   std::to_string(q_len) + " and k_len " +
+                   std::to_string(k_len) + " describe a tensor of more than " +
+                   MaxSizeString() + " elements");
   }
   // Only the row's own batch is known: a dense mask must hold that batch
   // (or broadcast over batches); any head count is fine.

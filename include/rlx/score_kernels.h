@@ -7,8 +7,11 @@
 //
 // Errors: std::invalid_argument naming the function and the values, for null
 // data, k_len 0, a row stride below k_len, a row range outside the tensor, a
-// Decode mask whose past > upper or upper + 1 != k_len, or a dense mask whose
-// extents do not broadcast to the scores. Nothing is written then.
+// Decode mask whose past > upper or upper + 1 != k_len, a dense mask whose
+// extents do not broadcast to the scores, or a view or dense mask that cannot
+// exist in memory: more than PTRDIFF_MAX elements, or a last element whose
+// byte offset (each stride times its extent - 1, plus k_len) exceeds
+// PTRDIFF_MAX. Nothing is written then.
 #ifndef RLX_SCORE_KERNELS_H_
 #define RLX_SCORE_KERNELS_H_
 
