@@ -6,7 +6,9 @@
 # the copy/exp floors, side by side in one run) and prints a Markdown table
 # per workload. Writes results/bench.json (Google Benchmark JSON),
 # results/bench.log (console output), results/report.md and
-# results/chart.png.
+# results/chart.png. While the benchmarks run, a status line on the
+# terminal says how many are done of how many, the time so far and the one
+# running (the last finished when repetitions interleave at random).
 #
 # Usage: scripts/bench.sh [--quick] [--no-install] [-- BENCHMARK_ARGS...]
 #   --quick       short run (under a minute after the build): 0.01 s per
@@ -31,7 +33,7 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --no-install) install=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -91,8 +93,19 @@ else
   args+=(--benchmark_min_time=0.05 --benchmark_repetitions=7
          --benchmark_enable_random_interleaving=true)
 fi
-count=$("$build/bench/rlx_attn_bench" --benchmark_list_tests \
-  "${args[@]}" "${extra[@]}" | wc -l)
+# The benchmarks in the order they run when repetitions are not interleaved.
+names=$("$build/bench/rlx_attn_bench" --benchmark_list_tests \
+  "${args[@]}" "${extra[@]}")
+count=$(grep -c . <<<"$names" || true)
+# Whether the run interleaves repetitions at random (the last flag wins, as
+# in Google Benchmark): then the order in which benchmarks run is unknown.
+interleaved=0
+for a in "${args[@]}" "${extra[@]}"; do
+  case $a in
+    --benchmark_enable_random_interleaving|--benchmark_enable_random_interleaving=true) interleaved=1 ;;
+    --benchmark_enable_random_interleaving=false) interleaved=0 ;;
+  esac
+done
 args+=(--benchmark_out="$results/bench.json" --benchmark_out_format=json)
 echo
 echo "bench.sh: running $count benchmarks (${RLX_BENCH_TARGETS:-all supported targets}); console output in $results/bench.log"
@@ -105,13 +118,65 @@ for p in libhwy-dev libbenchmark-dev libdnnl-dev; do
     2>/dev/null || true)
   echo "bench.sh: $p ${version:-not installed}"
 done
+
+# Benchmarks finished so far and the last of them, read from the console log.
+# A finished benchmark prints "<name> <time> <unit> ..." per repetition (or
+# "<name> ERROR OCCURRED: ..."), then <name>_mean, _median, _stddev and _cv
+# when it has repetitions; Google Benchmark writes a benchmark's lines when
+# all its repetitions are done and flushes them at once.
+finished() {
+  awk '($2 ~ /^[0-9.]+$/ && $3 ~ /^[mun]?s$/) || $2 == "ERROR" {
+         name = $1
+         sub(/_(mean|median|stddev|cv)$/, "", name)
+         if (!(name in seen)) { seen[name] = 1; n++; last = name }
+       }
+       END { printf "%d %s\n", n, last }' "$results/bench.log"
+}
+
+# The run goes to the log in the background while a status line says how far
+# it is: rewritten in place every second on a terminal, a plain line every 30
+# seconds otherwise (CI logs).
 start=$(date +%s)
-"$build/bench/rlx_attn_bench" "${args[@]}" "${extra[@]}" >"$results/bench.log" 2>&1 || {
-  echo "bench.sh: rlx_attn_bench failed; tail of $results/bench.log:" >&2
+"$build/bench/rlx_attn_bench" "${args[@]}" "${extra[@]}" >"$results/bench.log" 2>&1 &
+bench_pid=$!
+# Background jobs of a script ignore SIGINT: stop the run on Ctrl-C.
+trap 'kill "$bench_pid" 2>/dev/null; exit 130' INT TERM
+tty=0
+if [ -t 1 ]; then tty=1; fi
+columns=$(tput cols 2>/dev/null || echo 100)
+last_print=0
+while kill -0 "$bench_pid" 2>/dev/null; do
+  read -r n_done last < <(finished)
+  now=$(date +%s)
+  elapsed=$(( now - start ))
+  if [ "$interleaved" = 0 ]; then
+    # Without interleaving benchmarks run one after the other in list order.
+    what="running $(sed -n "$(( n_done + 1 ))p" <<<"$names")"
+  else
+    # Repetitions run in a random order and a benchmark is written when its
+    # last one is done, so most finish in the last third of the run.
+    what="repetitions interleaved at random${last:+, last finished $last}"
+  fi
+  status=$(printf 'bench.sh: %d/%d benchmarks done, %dm%02ds, %s' \
+    "$n_done" "$count" $(( elapsed / 60 )) $(( elapsed % 60 )) "$what")
+  if [ "$tty" = 1 ]; then
+    printf '\r\033[K%s' "${status:0:$(( columns - 1 ))}"
+  elif [ $(( now - last_print )) -ge 30 ]; then
+    echo "$status"
+    last_print=$now
+  fi
+  sleep 1
+done
+if [ "$tty" = 1 ]; then printf '\r\033[K'; fi
+bench_status=0
+wait "$bench_pid" || bench_status=$?
+trap - INT TERM
+if [ "$bench_status" != 0 ]; then
+  echo "bench.sh: rlx_attn_bench failed (exit $bench_status); tail of $results/bench.log:" >&2
   tail -n 20 "$results/bench.log" >&2
   exit 1
-}
-echo "bench.sh: ran in $(( $(date +%s) - start )) s"
+fi
+echo "bench.sh: ran $count benchmarks in $(( $(date +%s) - start )) s"
 echo
 
 # 4. Report: tables on stdout and in report.md, chart.png. Debian's
