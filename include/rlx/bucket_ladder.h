@@ -90,8 +90,10 @@ class BucketLadder {
   // and prefill costs of up to 2^53 / max^2 observations give, are exact).
   // O(n + m * min(max_buckets, m) * log m) time (n observations; sorting
   // them, when they are not counted, adds O(n log n) unless max(lengths) is
-  // O(n)) and O(m * min(max_buckets, m)) memory; 10^6 lengths up to 131072
-  // into 32 buckets take about 0.1 s on one core (docs/LADDERS.md).
+  // O(n)) and O(m * min(max_buckets, m)) memory. 10^6 lengths drawn
+  // uniformly from [1, 131072] (131k distinct) into 32 buckets take about
+  // 0.12 s of CPU time on one core (bench/ladder_fit_bench.cc;
+  // docs/LADDERS.md has the run).
   //
   // Throws std::invalid_argument, naming the function and the values, for
   // max_buckets == 0, no observations, a length of 0 or 2^64 - 1 (the
