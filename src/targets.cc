@@ -80,6 +80,14 @@ std::int64_t ParseTarget(std::string_view name, const char* who) {
 
 void Activate(std::int64_t bit) {
   g_active.store(bit, std::memory_order_relaxed);
+#if defined(RLX_TEST_MISROUTE_AVX2) && (HWY_TARGETS & HWY_AVX2) && \
+    (HWY_TARGETS & HWY_SSE4)
+  // A deliberately wrong table entry (RLX_ATTN_MASK_TEST_MISROUTE_AVX2).
+  if (bit == HWY_AVX2) {
+    g_dispatch_index.store(TableIndexOf(HWY_SSE4), std::memory_order_release);
+    return;
+  }
+#endif
   g_dispatch_index.store(TableIndexOf(bit), std::memory_order_release);
 }
 

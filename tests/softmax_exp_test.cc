@@ -112,8 +112,24 @@ void TestSoftmaxExpWithinTwoUlp() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "src/dispatch.h"
+#include "tests/per_target.h"
+
 namespace rlx {
-HWY_BEFORE_TEST(SoftmaxExpTest);
-HWY_EXPORT_AND_TEST_P(SoftmaxExpTest, TestSoftmaxExpWithinTwoUlp);
+namespace {
+
+// Through the library's own dispatch table (this file is compiled with the
+// library's targets), so the test list and the skips follow
+// tests/per_target.h like every other per-target test.
+HWY_EXPORT(TestSoftmaxExpWithinTwoUlp);
+
+class SoftmaxExpTest : public testing::PerTargetTest {};
+RLX_INSTANTIATE_PER_TARGET(SoftmaxExpTest);
+
+TEST_P(SoftmaxExpTest, WithinTwoUlp) {
+  RLX_DYNAMIC_DISPATCH(TestSoftmaxExpWithinTwoUlp)();
+}
+
+}  // namespace
 }  // namespace rlx
 #endif

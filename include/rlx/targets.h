@@ -30,6 +30,12 @@ std::vector<std::string> supported_targets();
 // if RLX_ATTN_TARGET names a target that is unknown or not supported here.
 std::string active_target();
 
+// The target whose code the next kernel call runs, as that code reports it
+// itself: a function compiled once per target, reached through the same
+// dispatch table as the kernels. Equals active_target() unless the dispatch
+// is broken, which is what tests check it for. Throws like active_target().
+std::string dispatched_target();
+
 // Makes every later kernel call use `name`; "" returns to automatic choice
 // (the best supported target; RLX_ATTN_TARGET is not read again). Throws
 // std::invalid_argument, listing the supported targets, if `name` is not one
