@@ -6,9 +6,9 @@
 # fresh temporary prefix and builds and runs tests/consumer against it with
 # find_package(rlx_attn_mask CONFIG REQUIRED). The consumer is configured like
 # the tree it was installed from (generator, compiler, build type, toolchain
-# file: a cross build runs the consumer under the toolchain's emulator; a
-# sanitized build links the sanitizer runtimes), so it also runs as a ctest in
-# every build. Exits non-zero if anything fails.
+# file and emulator: a cross or emulated build runs the consumer under its
+# emulator; a sanitized build links the sanitizer runtimes), so it also runs
+# as a ctest in every build. Exits non-zero if anything fails.
 set -euo pipefail
 
 if [ $# -ne 1 ] || [ ! -f "$1/CMakeCache.txt" ]; then
@@ -28,6 +28,7 @@ cxx=$(cache CMAKE_CXX_COMPILER)
 toolchain=$(cache CMAKE_TOOLCHAIN_FILE)
 shared=$(cache BUILD_SHARED_LIBS)
 sanitize=$(cache RLX_ATTN_MASK_SANITIZE)
+emulator=$(cache CMAKE_CROSSCOMPILING_EMULATOR)
 
 work=$(mktemp -d "$build/consumer-test.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -59,6 +60,7 @@ if [ -n "$toolchain" ]; then
   # staging prefix is searched too, so the temporary prefix is found there.
   args+=(-DCMAKE_TOOLCHAIN_FILE="$toolchain" -DCMAKE_STAGING_PREFIX="$prefix")
 fi
+[ -n "$emulator" ] && args+=(-DCMAKE_CROSSCOMPILING_EMULATOR="$emulator")
 case "$sanitize" in
   ON | on | TRUE | true | 1 | YES | yes)
     # A static sanitized library needs the sanitizer runtimes in the link.

@@ -32,6 +32,9 @@ if [ $# -eq 2 ] && [ "$1" = --build ]; then
   prefix=$work/prefix
   cmake --install "$build" --prefix "$prefix" >/dev/null
   CC=${CC:-$(cache CMAKE_C_COMPILER)}
+  # An emulated tree (CMAKE_CROSSCOMPILING_EMULATOR, a ;-list) runs the
+  # consumer under the same emulator as its tests.
+  IFS=';' read -r -a emulator <<<"$(cache CMAKE_CROSSCOMPILING_EMULATOR)"
   case "$(cache RLX_ATTN_MASK_SANITIZE)" in
     ON | on | TRUE | true | 1 | YES | yes)
       CFLAGS="${CFLAGS:-} -fsanitize=address,undefined"
@@ -64,5 +67,6 @@ cc=${CC:-cc}
   "${cflags[@]}" -c "$repo/tests/pkgconfig_consumer/main.c" -o "$work/main.o"
 "$cc" "$work/main.o" -o "$work/consumer" "${extra_ldflags[@]}" "${libs[@]}"
 # A shared build's library is found at run time through its libdir.
-LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$work/consumer"
+LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  ${emulator[@]+"${emulator[@]}"} "$work/consumer"
 echo "consumer_pkgconfig: ok"
