@@ -102,9 +102,34 @@ const std::vector<std::string>& CompiledNames() {
 }
 
 // ---------------------------------------------------------------------------
-// Score kernels: the C structs to the C++ ones. Enums are checked here
-// because a C caller can pass any integer; everything else (null data,
-// extents, strides, ranges) is the C++ functions' to check.
+// Score kernels: the C structs to the C++ ones.
+
+// The C enums carry the C++ enumerators' values, so that a value means the
+// same on both sides (and in the Rust crate, which declares them as
+// unsigned int constants).
+static_assert(RLX_SCORE_F32 == static_cast<int>(rlx::ScoreType::kF32));
+static_assert(RLX_SCORE_BF16 == static_cast<int>(rlx::ScoreType::kBF16));
+static_assert(RLX_SCORE_F16 == static_cast<int>(rlx::ScoreType::kF16));
+static_assert(RLX_MASK_NONE == static_cast<int>(rlx::MaskKind::kNone));
+static_assert(RLX_MASK_CAUSAL == static_cast<int>(rlx::MaskKind::kCausal));
+static_assert(RLX_MASK_SLIDING_WINDOW ==
+              static_cast<int>(rlx::MaskKind::kSlidingWindow));
+static_assert(RLX_MASK_DECODE == static_cast<int>(rlx::MaskKind::kDecode));
+static_assert(RLX_MASK_KEEP_F32 == static_cast<int>(rlx::MaskKind::kKeepF32));
+static_assert(RLX_MASK_KEEP_U8 == static_cast<int>(rlx::MaskKind::kKeepU8));
+static_assert(RLX_MASK_BIAS == static_cast<int>(rlx::MaskKind::kBias));
+// The statuses: RLX_OK is 0 so that `if (status)` tests for failure; the
+// values are fixed because bindings (bindings/rust/src/ffi.rs) hard-code
+// them. The enums are int-sized, as the bindings declare them.
+static_assert(RLX_OK == 0 && RLX_INVALID_ARGUMENT == 1 &&
+              RLX_OUT_OF_MEMORY == 2 && RLX_INTERNAL_ERROR == 3);
+static_assert(sizeof(rlx_status) == sizeof(int) &&
+              sizeof(rlx_score_type) == sizeof(int) &&
+              sizeof(rlx_mask_kind) == sizeof(int));
+
+// Enum values are checked here because a C caller can pass any integer;
+// everything else (null data, extents, strides, their sizes, ranges) is the
+// C++ functions' to check.
 
 rlx::Shape4 ToShape(const rlx_shape4& s) {
   return {s.batch, s.heads, s.q_len, s.k_len};
@@ -268,48 +293,47 @@ rlx_status rlx_ladder_custom(const uint64_t* starts, const uint64_t* ends,
 
 void rlx_ladder_free(rlx_ladder* ladder) { delete ladder; }
 
-size_t rlx_ladder_size(const rlx_ladder* ladder) {
-  if (ladder == nullptr) {
-    InvalidArgument("rlx_ladder_size", "ladder is NULL");
-    return 0;
-  }
-  return ladder->ladder.size();
+rlx_status rlx_ladder_size(const rlx_ladder* ladder, size_t* size) {
+  constexpr const char* kFn = "rlx_ladder_size";
+  if (ladder == nullptr) return InvalidArgument(kFn, "ladder is NULL");
+  if (size == nullptr) return InvalidArgument(kFn, "size is NULL");
+  *size = ladder->ladder.size();
+  return RLX_OK;
 }
 
-void rlx_ladder_bucket(const rlx_ladder* ladder, size_t i, uint64_t* start,
-                       uint64_t* end) {
+rlx_status rlx_ladder_bucket(const rlx_ladder* ladder, size_t i,
+                             uint64_t* start, uint64_t* end) {
   constexpr const char* kFn = "rlx_ladder_bucket";
-  if (ladder == nullptr) {
-    InvalidArgument(kFn, "ladder is NULL");
-  } else if (start == nullptr || end == nullptr) {
+  if (ladder == nullptr) return InvalidArgument(kFn, "ladder is NULL");
+  if (start == nullptr || end == nullptr) {
     Record(kFn, "%s is NULL (bucket %zu)", start == nullptr ? "start" : "end",
            i);
-  } else if (i >= ladder->ladder.size()) {
+    return RLX_INVALID_ARGUMENT;
+  }
+  if (i >= ladder->ladder.size()) {
     Record(kFn, "index %zu is not below the bucket count %zu", i,
            ladder->ladder.size());
-  } else {
-    *start = ladder->ladder[i].start;
-    *end = ladder->ladder[i].end;
+    return RLX_INVALID_ARGUMENT;
   }
+  *start = ladder->ladder[i].start;
+  *end = ladder->ladder[i].end;
+  return RLX_OK;
 }
 
-int rlx_ladder_bucket_for(const rlx_ladder* ladder, uint64_t key,
-                          size_t* index) {
+rlx_status rlx_ladder_bucket_for(const rlx_ladder* ladder, uint64_t key,
+                                 bool* found, size_t* index) {
   constexpr const char* kFn = "rlx_ladder_bucket_for";
-  if (ladder == nullptr) {
-    InvalidArgument(kFn, "ladder is NULL");
-    return -1;
-  }
-  if (index == nullptr) {
-    Record(kFn, "index is NULL (key %llu)",
+  if (ladder == nullptr) return InvalidArgument(kFn, "ladder is NULL");
+  if (found == nullptr || index == nullptr) {
+    Record(kFn, "%s is NULL (key %llu)", found == nullptr ? "found" : "index",
            static_cast<unsigned long long>(key));
-    return -1;
+    return RLX_INVALID_ARGUMENT;
   }
   // bucket_for does not allocate or throw.
-  const std::optional<std::size_t> found = ladder->ladder.bucket_for(key);
-  if (!found) return 0;
-  *index = *found;
-  return 1;
+  const std::optional<std::size_t> bucket = ladder->ladder.bucket_for(key);
+  *found = bucket.has_value();
+  if (bucket) *index = *bucket;
+  return RLX_OK;
 }
 
 // ---------------------------------------------------------------------------
@@ -333,39 +357,40 @@ rlx_status rlx_fill_bucket_decode_mask(float* out, size_t out_len,
 // ---------------------------------------------------------------------------
 // Targets
 
-const char* rlx_compiled_targets(void) {
-  const char* result = nullptr;
-  Guard("rlx_compiled_targets", [&] {
+rlx_status rlx_compiled_targets(const char** names) {
+  constexpr const char* kFn = "rlx_compiled_targets";
+  if (names == nullptr) return InvalidArgument(kFn, "names is NULL");
+  return Guard(kFn, [&] {
     // Built once (thread-safe static initialisation; a throw leaves it to be
     // tried again) and kept for the life of the process.
-    static const std::string names = JoinNames(rlx::compiled_targets());
-    result = names.c_str();
+    static const std::string joined = JoinNames(rlx::compiled_targets());
+    *names = joined.c_str();
   });
-  return result;
 }
 
-const char* rlx_supported_targets(void) {
-  const char* result = nullptr;
-  Guard("rlx_supported_targets", [&] {
-    static const std::string names = JoinNames(rlx::supported_targets());
-    result = names.c_str();
+rlx_status rlx_supported_targets(const char** names) {
+  constexpr const char* kFn = "rlx_supported_targets";
+  if (names == nullptr) return InvalidArgument(kFn, "names is NULL");
+  return Guard(kFn, [&] {
+    static const std::string joined = JoinNames(rlx::supported_targets());
+    *names = joined.c_str();
   });
-  return result;
 }
 
-const char* rlx_active_target(void) {
-  const char* result = nullptr;
-  Guard("rlx_active_target", [&] {
+rlx_status rlx_active_target(const char** name) {
+  constexpr const char* kFn = "rlx_active_target";
+  if (name == nullptr) return InvalidArgument(kFn, "name is NULL");
+  return Guard(kFn, [&] {
     const std::string active = rlx::active_target();
-    for (const std::string& name : CompiledNames()) {
-      if (name == active) result = name.c_str();
+    for (const std::string& compiled : CompiledNames()) {
+      if (compiled == active) {
+        *name = compiled.c_str();
+        return;
+      }
     }
-    if (result == nullptr) {
-      throw std::logic_error("active target \"" + active +
-                             "\" is not among the compiled targets");
-    }
+    throw std::logic_error("active target \"" + active +
+                           "\" is not among the compiled targets");
   });
-  return result;
 }
 
 rlx_status rlx_force_target(const char* name) {

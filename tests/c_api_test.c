@@ -5,11 +5,12 @@
  * leave a message in rlx_last_error() that starts with the C function's
  * name.
  *
- * Run without arguments for the whole suite. `c_api_test env-target` is the
- * second ctest entry: it runs with RLX_ATTN_TARGET set to an unknown name
- * and checks that the first target query reports it. */
+ * Without arguments it runs the whole suite. `c_api_test env-target` expects
+ * RLX_ATTN_TARGET to name an unknown target and checks that the first target
+ * query reports it and that forcing a target repairs it. */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,26 +63,6 @@ static void ExpectError(rlx_status got, rlx_status want, const char* function,
 #define EXPECT_ERROR(call, want, function) \
   ExpectError((call), (want), (function), __LINE__)
 
-/* For functions without a status: the last message names `function` and
- * is new (the message is cleared to a marker before the call by failing a
- * different function first). */
-static void ResetLastError(void) {
-  (void)rlx_force_target("no-such-target-marker");
-  CHECK(strstr(rlx_last_error(), "no-such-target-marker") != NULL);
-}
-static void ExpectMessageNames(const char* function, int line) {
-  const char* message = rlx_last_error();
-  const size_t n = strlen(function);
-  ++g_checks;
-  if (strncmp(message, function, n) != 0 ||
-      strncmp(message + n, ": ", 2) != 0) {
-    ++g_failures;
-    fprintf(stderr, "%s:%d: want a message naming %s, got \"%s\"\n", __FILE__,
-            line, function, message);
-  }
-}
-#define EXPECT_MESSAGE_NAMES(function) ExpectMessageNames((function), __LINE__)
-
 static int BitsEqual(const void* a, const void* b, size_t bytes) {
   return memcmp(a, b, bytes) == 0;
 }
@@ -92,11 +73,11 @@ static int BitsEqual(const void* a, const void* b, size_t bytes) {
 /* The ladder's extents (end - 1 of each bucket) equal want[0 .. n). */
 static int HasExtents(const rlx_ladder* ladder, const uint64_t* want,
                       size_t n) {
-  size_t i;
-  if (rlx_ladder_size(ladder) != n) return 0;
+  size_t i, size = 0;
+  if (rlx_ladder_size(ladder, &size) != RLX_OK || size != n) return 0;
   for (i = 0; i < n; ++i) {
     uint64_t start = 0, end = 0;
-    rlx_ladder_bucket(ladder, i, &start, &end);
+    if (rlx_ladder_bucket(ladder, i, &start, &end) != RLX_OK) return 0;
     if (end - 1 != want[i]) return 0;
     if (start != (i == 0 ? 1 : want[i - 1] + 1)) return 0;
   }
@@ -181,61 +162,77 @@ static void TestCustomLadderAndRouting(void) {
   rlx_ladder* ladder = NULL;
   rlx_ladder* const sentinel = (rlx_ladder*)&g_checks;
   rlx_ladder* untouched = sentinel;
-  size_t index = 77;
+  size_t index = 77, size = 0;
+  bool found = false;
   uint64_t start = 123, end = 456;
 
   CHECK(rlx_ladder_custom(starts, ends, 3, &ladder) == RLX_OK);
-  CHECK(rlx_ladder_size(ladder) == 3);
-  rlx_ladder_bucket(ladder, 2, &start, &end);
+  CHECK(rlx_ladder_size(ladder, &size) == RLX_OK && size == 3);
+  CHECK(rlx_ladder_bucket(ladder, 2, &start, &end) == RLX_OK);
   CHECK(start == 20 && end == 30);
 
-  CHECK(rlx_ladder_bucket_for(ladder, 1, &index) == 1 && index == 0);
-  CHECK(rlx_ladder_bucket_for(ladder, 4, &index) == 1 && index == 0);
-  CHECK(rlx_ladder_bucket_for(ladder, 5, &index) == 1 && index == 1);
-  CHECK(rlx_ladder_bucket_for(ladder, 29, &index) == 1 && index == 2);
+#define ROUTES_TO(key, want)                                                  \
+  (found = false, index = 77,                                                 \
+   rlx_ladder_bucket_for(ladder, (key), &found, &index) == RLX_OK && found && \
+       index == (want))
+  CHECK(ROUTES_TO(1, 0));
+  CHECK(ROUTES_TO(4, 0));
+  CHECK(ROUTES_TO(5, 1));
+  CHECK(ROUTES_TO(29, 2));
+#undef ROUTES_TO
   /* Keys in the gap, below the first and past the last bucket route
-   * nowhere, and the index is left alone. */
-  index = 77;
-  CHECK(rlx_ladder_bucket_for(ladder, 0, &index) == 0 && index == 77);
-  CHECK(rlx_ladder_bucket_for(ladder, 9, &index) == 0 && index == 77);
-  CHECK(rlx_ladder_bucket_for(ladder, 19, &index) == 0 && index == 77);
-  CHECK(rlx_ladder_bucket_for(ladder, 30, &index) == 0 && index == 77);
-  CHECK(rlx_ladder_bucket_for(ladder, UINT64_MAX, &index) == 0 && index == 77);
+   * nowhere: RLX_OK, found false, and the index is left alone. */
+#define ROUTES_NOWHERE(key)                                                    \
+  (found = true, index = 77,                                                   \
+   rlx_ladder_bucket_for(ladder, (key), &found, &index) == RLX_OK && !found && \
+       index == 77)
+  CHECK(ROUTES_NOWHERE(0));
+  CHECK(ROUTES_NOWHERE(9));
+  CHECK(ROUTES_NOWHERE(19));
+  CHECK(ROUTES_NOWHERE(30));
+  CHECK(ROUTES_NOWHERE(UINT64_MAX));
+#undef ROUTES_NOWHERE
 
-  /* Routing errors: -1, nothing written, a message. */
-  CHECK(rlx_ladder_bucket_for(NULL, 3, &index) == -1 && index == 77);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket_for");
+  /* Routing errors: RLX_INVALID_ARGUMENT, nothing written, a message. */
+  found = true;
+  index = 77;
+  EXPECT_ERROR(rlx_ladder_bucket_for(NULL, 3, &found, &index),
+               RLX_INVALID_ARGUMENT, "rlx_ladder_bucket_for");
+  CHECK(found && index == 77);
   CHECK(strstr(rlx_last_error(), "ladder") != NULL);
-  ResetLastError();
-  CHECK(rlx_ladder_bucket_for(ladder, 3, NULL) == -1);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket_for");
+  EXPECT_ERROR(rlx_ladder_bucket_for(ladder, 3, &found, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_ladder_bucket_for");
+  CHECK(found);
   CHECK(strstr(rlx_last_error(), "index") != NULL);
+  EXPECT_ERROR(rlx_ladder_bucket_for(ladder, 3, NULL, &index),
+               RLX_INVALID_ARGUMENT, "rlx_ladder_bucket_for");
+  CHECK(index == 77);
+  CHECK(strstr(rlx_last_error(), "found") != NULL);
 
   /* rlx_ladder_bucket errors: nothing written, a message. */
   start = 123;
   end = 456;
-  ResetLastError();
-  rlx_ladder_bucket(ladder, 3, &start, &end);
+  EXPECT_ERROR(rlx_ladder_bucket(ladder, 3, &start, &end), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_bucket");
   CHECK(start == 123 && end == 456);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
   CHECK(strstr(rlx_last_error(), "3") != NULL);
-  ResetLastError();
-  rlx_ladder_bucket(NULL, 0, &start, &end);
+  EXPECT_ERROR(rlx_ladder_bucket(NULL, 0, &start, &end), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_bucket");
   CHECK(start == 123 && end == 456);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
-  ResetLastError();
-  rlx_ladder_bucket(ladder, 0, NULL, &end);
+  EXPECT_ERROR(rlx_ladder_bucket(ladder, 0, NULL, &end), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_bucket");
   CHECK(end == 456);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
-  ResetLastError();
-  rlx_ladder_bucket(ladder, 0, &start, NULL);
+  EXPECT_ERROR(rlx_ladder_bucket(ladder, 0, &start, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_bucket");
   CHECK(start == 123);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_bucket");
 
-  /* rlx_ladder_size(NULL): 0 and a message. */
-  ResetLastError();
-  CHECK(rlx_ladder_size(NULL) == 0);
-  EXPECT_MESSAGE_NAMES("rlx_ladder_size");
+  /* rlx_ladder_size errors. */
+  size = 99;
+  EXPECT_ERROR(rlx_ladder_size(NULL, &size), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_size");
+  CHECK(size == 99);
+  EXPECT_ERROR(rlx_ladder_size(ladder, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_ladder_size");
 
   rlx_ladder_free(ladder);
   rlx_ladder_free(NULL); /* a no-op */
@@ -358,20 +355,23 @@ static void TestEveryBucketOfEveryLadderMasksItsPadding(void) {
   for (l = 0; l < 5 && mask != NULL; ++l) {
     uint64_t first = 0, max = 0;
     uint64_t past;
-    int ok = 1;
-    rlx_ladder_bucket(ladders[l], rlx_ladder_size(ladders[l]) - 1, &first,
-                      &max);
+    size_t size = 0;
+    int ok = rlx_ladder_size(ladders[l], &size) == RLX_OK &&
+             rlx_ladder_bucket(ladders[l], size - 1, &first, &max) == RLX_OK;
     max -= 1;
     for (past = 0; past <= max && ok; ++past) {
       size_t index = 0;
+      bool found = false;
       uint64_t start = 0, end = 0;
       size_t upper;
       /* The cache keys on the length being run, at least 1. */
-      if (rlx_ladder_bucket_for(ladders[l], past > 0 ? past : 1, &index) != 1) {
+      if (rlx_ladder_bucket_for(ladders[l], past > 0 ? past : 1, &found,
+                                &index) != RLX_OK ||
+          !found ||
+          rlx_ladder_bucket(ladders[l], index, &start, &end) != RLX_OK) {
         ok = 0;
         break;
       }
-      rlx_ladder_bucket(ladders[l], index, &start, &end);
       upper = (size_t)(end - 1);
       ok = past <= upper &&
            rlx_fill_bucket_decode_mask(mask, upper + 1, (size_t)past, upper,
@@ -403,23 +403,39 @@ static int ListHas(const char* list, const char* name) {
   return 0;
 }
 
+/* The active target's name, or NULL when rlx_active_target fails. */
+static const char* ActiveTarget(void) {
+  const char* name = NULL;
+  return rlx_active_target(&name) == RLX_OK ? name : NULL;
+}
+
 static void TestTargets(void) {
-  const char* compiled = rlx_compiled_targets();
-  const char* supported = rlx_supported_targets();
+  const char* compiled = NULL;
+  const char* supported = NULL;
+  const char* again = NULL;
   const char* active;
   char name[64];
   const char* p;
   char first[64] = "";
 
+  CHECK(rlx_compiled_targets(&compiled) == RLX_OK);
+  CHECK(rlx_supported_targets(&supported) == RLX_OK);
   CHECK(compiled != NULL && compiled[0] != '\0');
   CHECK(supported != NULL && supported[0] != '\0');
   if (compiled == NULL || supported == NULL) return;
   CHECK(strchr(compiled, ' ') == NULL);
   /* The same storage every call. */
-  CHECK(rlx_compiled_targets() == compiled);
-  CHECK(rlx_supported_targets() == supported);
+  CHECK(rlx_compiled_targets(&again) == RLX_OK && again == compiled);
+  CHECK(rlx_supported_targets(&again) == RLX_OK && again == supported);
+  /* A NULL out-pointer is an error. */
+  EXPECT_ERROR(rlx_compiled_targets(NULL), RLX_INVALID_ARGUMENT,
+               "rlx_compiled_targets");
+  EXPECT_ERROR(rlx_supported_targets(NULL), RLX_INVALID_ARGUMENT,
+               "rlx_supported_targets");
+  EXPECT_ERROR(rlx_active_target(NULL), RLX_INVALID_ARGUMENT,
+               "rlx_active_target");
 
-  active = rlx_active_target();
+  active = ActiveTarget();
   CHECK(active != NULL && ListHas(supported, active));
 
   /* Every supported target can be forced, and is compiled. */
@@ -432,18 +448,18 @@ static void TestTargets(void) {
     if (first[0] == '\0') memcpy(first, name, len + 1);
     CHECK(ListHas(compiled, name));
     CHECK(rlx_force_target(name) == RLX_OK);
-    active = rlx_active_target();
+    active = ActiveTarget();
     CHECK(active != NULL && strcmp(active, name) == 0);
     p = comma ? comma + 1 : NULL;
   }
 
   /* NULL and "" return to the automatic choice: the best supported. */
   CHECK(rlx_force_target(NULL) == RLX_OK);
-  active = rlx_active_target();
+  active = ActiveTarget();
   CHECK(active != NULL && strcmp(active, first) == 0);
   CHECK(rlx_force_target(first) == RLX_OK);
   CHECK(rlx_force_target("") == RLX_OK);
-  CHECK(strcmp(rlx_active_target(), first) == 0);
+  CHECK(strcmp(ActiveTarget(), first) == 0);
 
   /* An unknown name: invalid, listing the supported targets, and the active
    * target unchanged. */
@@ -451,7 +467,7 @@ static void TestTargets(void) {
                "rlx_force_target");
   CHECK(strstr(rlx_last_error(), "AVX9000") != NULL);
   CHECK(strstr(rlx_last_error(), first) != NULL);
-  CHECK(strcmp(rlx_active_target(), first) == 0);
+  CHECK(strcmp(ActiveTarget(), first) == 0);
   /* Compiled but not runnable here, where there is such a target. */
   for (p = compiled; p != NULL && *p != '\0';) {
     const char* comma = strchr(p, ',');
@@ -462,7 +478,7 @@ static void TestTargets(void) {
       EXPECT_ERROR(rlx_force_target(name), RLX_INVALID_ARGUMENT,
                    "rlx_force_target");
       CHECK(strstr(rlx_last_error(), "not supported") != NULL);
-      CHECK(strcmp(rlx_active_target(), first) == 0);
+      CHECK(strcmp(ActiveTarget(), first) == 0);
     }
     p = comma ? comma + 1 : NULL;
   }
@@ -470,10 +486,12 @@ static void TestTargets(void) {
 
 /* Run with RLX_ATTN_TARGET=NOT_A_TARGET: the first query fails cleanly. */
 static int RunEnvTarget(void) {
-  const char* active = rlx_active_target();
+  const char* const sentinel = "unchanged";
+  const char* active = sentinel;
   float mask[4];
-  CHECK(active == NULL);
-  EXPECT_MESSAGE_NAMES("rlx_active_target");
+  EXPECT_ERROR(rlx_active_target(&active), RLX_INVALID_ARGUMENT,
+               "rlx_active_target");
+  CHECK(active == sentinel);
   CHECK(strstr(rlx_last_error(), "RLX_ATTN_TARGET") != NULL);
   CHECK(strstr(rlx_last_error(), "NOT_A_TARGET") != NULL);
   /* A kernel call reports it as its own error, writing nothing. */
@@ -483,7 +501,7 @@ static int RunEnvTarget(void) {
   CHECK(mask[0] == 7.0f && mask[3] == 7.0f);
   /* Forcing a target repairs it. */
   CHECK(rlx_force_target("") == RLX_OK);
-  CHECK(rlx_active_target() != NULL);
+  CHECK(ActiveTarget() != NULL);
   CHECK(rlx_fill_bucket_decode_mask(mask, 4, 1, 3, 0) == RLX_OK);
   CHECK(IsDecodeMask(mask, 4, 0, 1, 3));
   return 0;
@@ -961,6 +979,136 @@ static void TestMaskedSoftmax(void) {
   CHECK(BitsEqual(out, out_before, sizeof(out)));
 }
 
+/* ------------------------------------------------------------------------ */
+/* Shapes and strides that no tensor can have                               */
+
+/* The call failed with RLX_INVALID_ARGUMENT, the message names `function`
+ * and contains `detail` (the C++ function and the values). */
+static void ExpectRejected(rlx_status got, const char* function,
+                           const char* detail, int line) {
+  ExpectError(got, RLX_INVALID_ARGUMENT, function, line);
+  ++g_checks;
+  if (strstr(rlx_last_error(), detail) == NULL) {
+    ++g_failures;
+    fprintf(stderr, "%s:%d: want a message containing \"%s\", got \"%s\"\n",
+            __FILE__, line, detail, rlx_last_error());
+  }
+}
+#define EXPECT_REJECTED(call, function, detail) \
+  ExpectRejected((call), (function), (detail), __LINE__)
+
+/* A 64-float buffer described as tensors whose element count or last byte
+ * offset exceeds PTRDIFF_MAX: offsets into them would wrap (a crash, or a
+ * silent no-op over 0 rows). Each call is rejected and writes nothing. */
+static void TestImpossibleShapes(void) {
+  const size_t k2p61 = (size_t)1 << 61, k2p62 = (size_t)1 << 62;
+  const size_t k2p63 = (size_t)1 << 63;
+  float s[64];
+  float before[64];
+  float m[64];
+  rlx_score_view v;
+  rlx_mask_spec none;
+  rlx_mask_spec keep;
+  rlx_kept_intervals kept;
+  rlx_kept_intervals kept_before;
+  size_t i;
+
+  for (i = 0; i < 64; ++i) s[i] = m[i] = (float)i;
+  memcpy(before, s, sizeof(s));
+  memset(&none, 0, sizeof(none));
+  memset(&v, 0, sizeof(v));
+  v.data = s;
+  v.type = RLX_SCORE_F32;
+
+  /* [2, 1, 1, 8] with a batch stride of 2^61 floats: batch 1 at byte 2^63. */
+  v.shape.batch = 2;
+  v.shape.heads = 1;
+  v.shape.q_len = 1;
+  v.shape.k_len = 8;
+  v.strides.batch = k2p61;
+  v.strides.head = 8;
+  v.strides.row = 8;
+  EXPECT_REJECTED(rlx_masked_softmax(&v, &none, NULL, NULL),
+                  "rlx_masked_softmax",
+                  "masked_softmax: scores shape [2, 1, 1, 8] at strides "
+                  "[2305843009213693952, 8, 8] spans more than PTRDIFF_MAX "
+                  "(9223372036854775807) bytes of 4-byte elements");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  EXPECT_REJECTED(rlx_apply_mask(&v, &none, NULL, -INFINITY), "rlx_apply_mask",
+                  "apply_mask: scores shape [2, 1, 1, 8] at strides "
+                  "[2305843009213693952, 8, 8] spans more than");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+
+  /* [1, 1, 1, 2^63] with a row stride of 2^63. */
+  v.shape.batch = 1;
+  v.shape.k_len = k2p63;
+  v.strides.batch = v.strides.head = v.strides.row = k2p63;
+  EXPECT_REJECTED(rlx_masked_softmax(&v, &none, NULL, NULL),
+                  "rlx_masked_softmax",
+                  "masked_softmax: scores shape [1, 1, 1, 9223372036854775808] "
+                  "has more than PTRDIFF_MAX (9223372036854775807) elements");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+
+  /* [2^62, 8, 1, 8]: batch * heads wraps to 0 rows; [2^62 + 1, 4, 1, 8]
+   * wraps to 4 rows. Contiguous strides wrap too. */
+  v.shape.batch = k2p62;
+  v.shape.heads = 8;
+  v.shape.k_len = 8;
+  v.strides = rlx_contiguous_strides(v.shape);
+  EXPECT_REJECTED(rlx_masked_softmax(&v, &none, NULL, NULL),
+                  "rlx_masked_softmax",
+                  "masked_softmax: scores shape [4611686018427387904, 8, 1, 8] "
+                  "has more than PTRDIFF_MAX (9223372036854775807) elements");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  v.shape.batch = k2p62 + 1;
+  v.shape.heads = 4;
+  v.strides = rlx_contiguous_strides(v.shape);
+  EXPECT_REJECTED(rlx_masked_softmax_into(&v, &v, &none, NULL, NULL),
+                  "rlx_masked_softmax_into",
+                  "masked_softmax: in shape [4611686018427387905, 4, 1, 8] has "
+                  "more than PTRDIFF_MAX");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+
+  /* A dense mask whose batch stride puts batch 1 at byte 2^63, over valid
+   * scores [2, 1, 1, 8]. */
+  v.shape.batch = 2;
+  v.shape.heads = 1;
+  v.strides = rlx_contiguous_strides(v.shape);
+  memset(&keep, 0, sizeof(keep));
+  keep.kind = RLX_MASK_KEEP_F32;
+  keep.data = m;
+  keep.shape = v.shape;
+  keep.strides = v.strides;
+  keep.strides.batch = k2p61;
+  EXPECT_REJECTED(rlx_masked_softmax(&v, &keep, NULL, NULL),
+                  "rlx_masked_softmax",
+                  "masked_softmax: mask shape [2, 1, 1, 8] at strides "
+                  "[2305843009213693952, 8, 8] spans more than PTRDIFF_MAX "
+                  "(9223372036854775807) bytes of 4-byte elements");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  keep.kind = RLX_MASK_BIAS;
+  EXPECT_REJECTED(rlx_apply_mask(&v, &keep, NULL, -INFINITY), "rlx_apply_mask",
+                  "apply_mask: mask shape [2, 1, 1, 8] at strides");
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  memset(&kept, 0x5A, sizeof(kept));
+  memcpy(&kept_before, &kept, sizeof(kept));
+  EXPECT_REJECTED(rlx_kept_keys(&keep, 1, 0, 1, 8, &kept), "rlx_kept_keys",
+                  "kept_keys: mask shape [2, 1, 1, 8] at strides");
+  CHECK(BitsEqual(&kept, &kept_before, sizeof(kept)));
+  EXPECT_REJECTED(rlx_kept_keys(&none, 0, 0, 1, k2p63, &kept), "rlx_kept_keys",
+                  "kept_keys: batch_index 0, q_len 1 and k_len "
+                  "9223372036854775808 describe a tensor of more than "
+                  "PTRDIFF_MAX");
+  CHECK(BitsEqual(&kept, &kept_before, sizeof(kept)));
+
+  /* A decode mask of 2^62 + 1 floats is more than PTRDIFF_MAX bytes. */
+  EXPECT_REJECTED(rlx_fill_bucket_decode_mask(m, k2p62 + 1, 0, k2p62, 0),
+                  "rlx_fill_bucket_decode_mask",
+                  "fill_bucket_decode_mask: upper 4611686018427387904 asks for "
+                  "a mask of upper + 1 floats, more than PTRDIFF_MAX");
+  for (i = 0; i < 64; ++i) CHECK(m[i] == (float)i);
+}
+
 int main(int argc, char** argv) {
   if (argc > 1 && strcmp(argv[1], "env-target") == 0) {
     RunEnvTarget();
@@ -976,6 +1124,7 @@ int main(int argc, char** argv) {
     TestKeptKeys();
     TestApplyMask();
     TestMaskedSoftmax();
+    TestImpossibleShapes();
   }
   printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;

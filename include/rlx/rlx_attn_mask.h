@@ -4,12 +4,15 @@
  * rlx/attn_mask.h, rlx/targets.h, rlx/scores.h, rlx/score_kernels.h) with
  * plain structs, enums and status codes.
  *
- * Errors. Every function that can fail returns an rlx_status (or documents
- * its own failure value). No C++ exception ever crosses this API. A failing
- * call writes nothing to its outputs and records a message, retrievable with
- * rlx_last_error(), that starts with the C function's name followed by ": "
- * and names the offending values. Null pointers, bad sizes, unknown enum
- * values and unknown target names are RLX_INVALID_ARGUMENT.
+ * Errors. Every function that can fail returns an rlx_status and hands its
+ * results back through out-pointers; no return value doubles as an error.
+ * No C++ exception ever crosses this API. A failing call writes nothing to
+ * its outputs and records a message, retrievable with rlx_last_error(), that
+ * starts with the C function's name followed by ": " and names the offending
+ * values. Null pointers, bad sizes, unknown enum values and unknown target
+ * names are RLX_INVALID_ARGUMENT; so are shapes and strides that no tensor
+ * in memory can have (more than PTRDIFF_MAX elements, or a last element
+ * beyond byte PTRDIFF_MAX).
  *
  * Threads. Every function may be called from any thread. Ladders are
  * immutable after creation, so one ladder may be shared between threads.
@@ -18,6 +21,7 @@
 #ifndef RLX_RLX_ATTN_MASK_H_
 #define RLX_RLX_ATTN_MASK_H_
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,22 +88,24 @@ RLX_ATTN_MASK_API rlx_status rlx_ladder_custom(const uint64_t* starts,
 /* Frees a ladder; NULL is a no-op. */
 RLX_ATTN_MASK_API void rlx_ladder_free(rlx_ladder* ladder);
 
-/* The number of buckets (>= 1), or 0 for a NULL ladder (an error, recorded
- * for rlx_last_error). */
-RLX_ATTN_MASK_API size_t rlx_ladder_size(const rlx_ladder* ladder);
+/* Writes the number of buckets (>= 1) to *size. Requires non-NULL ladder
+ * and size. */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_size(const rlx_ladder* ladder,
+                                             size_t* size);
 
-/* Writes bucket i's [start, end). Requires a non-NULL ladder, start and end,
- * and i < rlx_ladder_size(ladder); otherwise writes nothing and records an
- * error for rlx_last_error. */
-RLX_ATTN_MASK_API void rlx_ladder_bucket(const rlx_ladder* ladder, size_t i,
-                                         uint64_t* start, uint64_t* end);
+/* Writes bucket i's [start, end). Requires non-NULL ladder, start and end,
+ * and i below the bucket count. */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_bucket(const rlx_ladder* ladder,
+                                               size_t i, uint64_t* start,
+                                               uint64_t* end);
 
-/* Routes `key` in O(log n): returns 1 and writes the bucket's index to
- * *index when a bucket holds `key`; returns 0, writing nothing, when none
- * does; returns -1, writing nothing and recording an error, for a NULL
- * ladder or index. */
-RLX_ATTN_MASK_API int rlx_ladder_bucket_for(const rlx_ladder* ladder,
-                                            uint64_t key, size_t* index);
+/* Routes `key` in O(log n). When a bucket holds `key`, writes true to
+ * *found and the bucket's index to *index; when none does (a key in a gap
+ * or outside the ladder), writes false to *found and leaves *index alone.
+ * Both are RLX_OK. Requires non-NULL ladder, found and index. */
+RLX_ATTN_MASK_API rlx_status rlx_ladder_bucket_for(const rlx_ladder* ladder,
+                                                   uint64_t key, bool* found,
+                                                   size_t* index);
 
 /* ------------------------------------------------------------------------ */
 /* Decode masks (rlx/attn_mask.h)                                           */
@@ -123,22 +129,23 @@ RLX_ATTN_MASK_API rlx_status rlx_fill_bucket_decode_mask(
  * Names are Highway's: "AVX3_DL", "AVX3", "AVX2", "SSE4", "SCALAR"/"EMU128"
  * on x86; "SVE2_128", "SVE_256", "SVE2", "SVE", "NEON" on Arm. */
 
-/* The targets compiled into this library, best first, as one comma-separated
- * string without spaces (e.g. "AVX3_DL,AVX3,AVX2,SSE4,SCALAR"). Static
- * storage: valid for the life of the process, never free it. NULL only if
- * building the string failed (out of memory; see rlx_last_error). */
-RLX_ATTN_MASK_API const char* rlx_compiled_targets(void);
+/* Writes to *names the targets compiled into this library, best first, as
+ * one comma-separated string without spaces (e.g.
+ * "AVX3_DL,AVX3,AVX2,SSE4,SCALAR"). Static storage: valid for the life of
+ * the process, never free it; every call writes the same pointer. Requires
+ * names != NULL; RLX_OUT_OF_MEMORY if building the string failed. */
+RLX_ATTN_MASK_API rlx_status rlx_compiled_targets(const char** names);
 
 /* The compiled targets this CPU can run, best first, in the same form.
  * Never empty: the portable fallback runs everywhere. */
-RLX_ATTN_MASK_API const char* rlx_supported_targets(void);
+RLX_ATTN_MASK_API rlx_status rlx_supported_targets(const char** names);
 
-/* The target the next kernel call dispatches to (static storage, never
- * free it). The first call chooses it: RLX_ATTN_TARGET from the environment
- * if set and non-empty, else the best supported target. Returns NULL, with an
- * error for rlx_last_error, if RLX_ATTN_TARGET names a target that is unknown
- * or not supported here. */
-RLX_ATTN_MASK_API const char* rlx_active_target(void);
+/* Writes to *name the target the next kernel call dispatches to (static
+ * storage, never free it). The first call chooses it: RLX_ATTN_TARGET from
+ * the environment if set and non-empty, else the best supported target.
+ * RLX_INVALID_ARGUMENT, writing nothing, if RLX_ATTN_TARGET names a target
+ * that is unknown or not supported here, or name is NULL. */
+RLX_ATTN_MASK_API rlx_status rlx_active_target(const char** name);
 
 /* Makes every later kernel call use the target `name`; NULL or "" returns to
  * the automatic choice (the best supported target). An unknown or
@@ -171,9 +178,11 @@ typedef struct {
   size_t batch, head, row;
 } rlx_strides3;
 
-/* A mutable view of scores. Requires data != NULL, every extent >= 1 and
- * strides.row >= k_len; rows must not overlap. `data` needs no alignment
- * beyond its element type's. */
+/* A mutable view of scores. Requires data != NULL, every extent >= 1,
+ * strides.row >= k_len (when q_len > 1), at most PTRDIFF_MAX elements and
+ * the last element's byte offset below PTRDIFF_MAX (an extent of 1 adds
+ * nothing whatever its stride); rows must not overlap. `data` needs no
+ * alignment beyond its element type's. Dense masks obey the same limits. */
 typedef struct {
   void* data;
   rlx_score_type type;
@@ -242,7 +251,9 @@ typedef struct {
 } rlx_kept_intervals;
 
 /* The contiguous strides of `shape` (rows of k_len, heads of q_len rows,
- * batches of `heads` heads). */
+ * batches of `heads` heads). The products are not checked here: for a shape
+ * of more than SIZE_MAX elements they wrap, and the kernels then reject the
+ * shape itself (more than PTRDIFF_MAX elements). */
 static inline rlx_strides3 rlx_contiguous_strides(rlx_shape4 shape) {
   rlx_strides3 s;
   s.batch = shape.heads * shape.q_len * shape.k_len;

@@ -4,12 +4,16 @@
  * one decode step of a bucketed executor through the C API. */
 #include <math.h>
 #include <rlx/rlx_attn_mask.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 int main(void) {
   rlx_ladder* ladder = NULL;
   size_t index = 0;
+  bool found = false;
   uint64_t start = 0, end = 0;
+  const char* active = NULL;
+  const char* supported = NULL;
   float mask[17];
   float scores[17];
   rlx_score_view view;
@@ -19,11 +23,13 @@ int main(void) {
   double sum = 0;
 
   if (rlx_ladder_power_of_two(8, 64, &ladder) != RLX_OK ||
-      rlx_ladder_bucket_for(ladder, past, &index) != 1) {
-    fprintf(stderr, "consumer: %s\n", rlx_last_error());
+      rlx_ladder_bucket_for(ladder, past, &found, &index) != RLX_OK || !found ||
+      rlx_ladder_bucket(ladder, index, &start, &end) != RLX_OK) {
+    fprintf(stderr, "consumer: past %zu: %s\n", past,
+            found ? rlx_last_error() : "no bucket");
+    rlx_ladder_free(ladder);
     return 1;
   }
-  rlx_ladder_bucket(ladder, index, &start, &end);
   rlx_ladder_free(ladder);
   upper = (size_t)(end - 1); /* 16 */
   if (upper + 1 != 17 ||
@@ -60,10 +66,15 @@ int main(void) {
     fprintf(stderr, "consumer: probabilities sum to %.9f\n", sum);
     return 1;
   }
+  if (rlx_active_target(&active) != RLX_OK ||
+      rlx_supported_targets(&supported) != RLX_OK) {
+    fprintf(stderr, "consumer: %s\n", rlx_last_error());
+    return 1;
+  }
   printf(
       "consumer: past %zu -> bucket [%llu, %llu), %zu keys kept, target %s"
       " (supported: %s)\n",
       past, (unsigned long long)start, (unsigned long long)end, past + 1,
-      rlx_active_target(), rlx_supported_targets());
+      active, supported);
   return 0;
 }

@@ -71,16 +71,23 @@ impl BucketLadder {
         let mut raw: *mut ffi::rlx_ladder = std::ptr::null_mut();
         check(construct(&mut raw))?;
         let handle = NonNull::new(raw).expect("rlx_ladder constructor returned RLX_OK and NULL");
-        // SAFETY: the handle is a live ladder; indices are below its size.
-        let n = unsafe { ffi::rlx_ladder_size(handle.as_ptr()) };
-        let buckets = (0..n)
-            .map(|i| {
-                let (mut start, mut end) = (0u64, 0u64);
-                unsafe { ffi::rlx_ladder_bucket(handle.as_ptr(), i, &mut start, &mut end) };
-                start..end
-            })
-            .collect();
-        Ok(BucketLadder { handle, buckets })
+        // Owned from here on: an error below frees it when `ladder` drops.
+        let mut ladder = BucketLadder {
+            handle,
+            buckets: Vec::new(),
+        };
+        let mut n = 0usize;
+        // SAFETY: the handle is a live ladder and the out pointers are valid;
+        // indices are below its size.
+        check(unsafe { ffi::rlx_ladder_size(ladder.handle.as_ptr(), &mut n) })?;
+        for i in 0..n {
+            let (mut start, mut end) = (0u64, 0u64);
+            check(unsafe {
+                ffi::rlx_ladder_bucket(ladder.handle.as_ptr(), i, &mut start, &mut end)
+            })?;
+            ladder.buckets.push(start..end);
+        }
+        Ok(ladder)
     }
 
     /// The buckets, in order.
@@ -99,14 +106,17 @@ impl BucketLadder {
 
     /// The index of the bucket holding `key`, or `None` when no bucket does.
     pub fn bucket_for(&self, key: u64) -> Option<usize> {
+        let mut found = false;
         let mut index = 0usize;
-        // SAFETY: a live ladder and a valid out pointer: the call returns 1
-        // (found) or 0 (no bucket), never -1.
-        match unsafe { ffi::rlx_ladder_bucket_for(self.handle.as_ptr(), key, &mut index) } {
-            1 => Some(index),
-            0 => None,
-            other => unreachable!("rlx_ladder_bucket_for returned {other} for valid arguments"),
+        // SAFETY: a live ladder and valid out pointers, the only ways the
+        // call can fail.
+        let status = unsafe {
+            ffi::rlx_ladder_bucket_for(self.handle.as_ptr(), key, &mut found, &mut index)
+        };
+        if let Err(e) = check(status) {
+            unreachable!("rlx_ladder_bucket_for failed for valid arguments: {e}");
         }
+        found.then_some(index)
     }
 }
 

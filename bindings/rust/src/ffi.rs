@@ -4,12 +4,13 @@
 //! field; C enums are `int`-sized and are passed as `c_uint`/`u32`.
 #![allow(non_camel_case_types)]
 
-use std::os::raw::{c_char, c_int, c_uint, c_void};
+use std::os::raw::{c_char, c_uint, c_void};
 
 pub type rlx_status = c_uint;
 pub const RLX_OK: rlx_status = 0;
 pub const RLX_INVALID_ARGUMENT: rlx_status = 1;
 pub const RLX_OUT_OF_MEMORY: rlx_status = 2;
+pub const RLX_INTERNAL_ERROR: rlx_status = 3;
 
 #[repr(C)]
 pub struct rlx_ladder {
@@ -109,9 +110,20 @@ extern "C" {
         out: *mut *mut rlx_ladder,
     ) -> rlx_status;
     pub fn rlx_ladder_free(ladder: *mut rlx_ladder);
-    pub fn rlx_ladder_size(ladder: *const rlx_ladder) -> usize;
-    pub fn rlx_ladder_bucket(ladder: *const rlx_ladder, i: usize, start: *mut u64, end: *mut u64);
-    pub fn rlx_ladder_bucket_for(ladder: *const rlx_ladder, key: u64, index: *mut usize) -> c_int;
+    pub fn rlx_ladder_size(ladder: *const rlx_ladder, size: *mut usize) -> rlx_status;
+    pub fn rlx_ladder_bucket(
+        ladder: *const rlx_ladder,
+        i: usize,
+        start: *mut u64,
+        end: *mut u64,
+    ) -> rlx_status;
+    // C's bool (_Bool) has Rust bool's size and values.
+    pub fn rlx_ladder_bucket_for(
+        ladder: *const rlx_ladder,
+        key: u64,
+        found: *mut bool,
+        index: *mut usize,
+    ) -> rlx_status;
 
     pub fn rlx_fill_bucket_decode_mask(
         out: *mut f32,
@@ -121,9 +133,9 @@ extern "C" {
         window: usize,
     ) -> rlx_status;
 
-    pub fn rlx_compiled_targets() -> *const c_char;
-    pub fn rlx_supported_targets() -> *const c_char;
-    pub fn rlx_active_target() -> *const c_char;
+    pub fn rlx_compiled_targets(names: *mut *const c_char) -> rlx_status;
+    pub fn rlx_supported_targets(names: *mut *const c_char) -> rlx_status;
+    pub fn rlx_active_target(name: *mut *const c_char) -> rlx_status;
     pub fn rlx_force_target(name: *const c_char) -> rlx_status;
 
     pub fn rlx_kept_keys(

@@ -15,6 +15,7 @@
 pub mod attn_mask;
 pub mod compile_cache;
 mod ffi;
+pub mod ladder_fit;
 pub mod scores;
 pub mod targets;
 
@@ -89,6 +90,8 @@ fn check(status: ffi::rlx_status) -> Result<(), Error> {
         ffi::RLX_OK => return Ok(()),
         ffi::RLX_INVALID_ARGUMENT => ErrorKind::InvalidArgument,
         ffi::RLX_OUT_OF_MEMORY => ErrorKind::OutOfMemory,
+        ffi::RLX_INTERNAL_ERROR => ErrorKind::Internal,
+        // A status this crate does not know: a newer library's bug report.
         _ => ErrorKind::Internal,
     };
     Err(Error {

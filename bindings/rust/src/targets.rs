@@ -7,14 +7,24 @@
 use std::ffi::{CStr, CString};
 use std::os::raw::c_char;
 
-use crate::{check, ffi, last_error, Error, ErrorKind};
+use crate::{check, ffi, Error};
 
-fn split(list: *const c_char) -> Vec<String> {
-    if list.is_null() {
-        return Vec::new();
-    }
-    // SAFETY: a static NUL-terminated string owned by the library.
-    let list = unsafe { CStr::from_ptr(list) }.to_string_lossy();
+/// The static string a C getter writes to its out-pointer.
+fn static_string(
+    getter: unsafe extern "C" fn(*mut *const c_char) -> ffi::rlx_status,
+) -> Result<String, Error> {
+    let mut text: *const c_char = std::ptr::null();
+    // SAFETY: a valid out pointer; on RLX_OK the library wrote a static
+    // NUL-terminated string that it owns for the life of the process.
+    check(unsafe { getter(&mut text) })?;
+    Ok(unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned())
+}
+
+fn split(list: Result<String, Error>) -> Vec<String> {
+    // The lists fail only when building them runs out of memory.
+    let list = list.unwrap_or_else(|e| panic!("{e}"));
     list.split(',')
         .filter(|s| !s.is_empty())
         .map(str::to_owned)
@@ -23,28 +33,18 @@ fn split(list: *const c_char) -> Vec<String> {
 
 /// The targets compiled into the library, best first.
 pub fn compiled_targets() -> Vec<String> {
-    split(unsafe { ffi::rlx_compiled_targets() })
+    split(static_string(ffi::rlx_compiled_targets))
 }
 
 /// The compiled targets this CPU can run, best first; never empty.
 pub fn supported_targets() -> Vec<String> {
-    split(unsafe { ffi::rlx_supported_targets() })
+    split(static_string(ffi::rlx_supported_targets))
 }
 
 /// The target the next kernel call dispatches to. An error if
 /// `RLX_ATTN_TARGET` names a target that is unknown or unsupported here.
 pub fn active_target() -> Result<String, Error> {
-    let name = unsafe { ffi::rlx_active_target() };
-    if name.is_null() {
-        return Err(Error {
-            kind: ErrorKind::InvalidArgument,
-            message: last_error(),
-        });
-    }
-    // SAFETY: a static NUL-terminated string owned by the library.
-    Ok(unsafe { CStr::from_ptr(name) }
-        .to_string_lossy()
-        .into_owned())
+    static_string(ffi::rlx_active_target)
 }
 
 /// Makes every later kernel call (in this process, from any thread) use
