@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
+#include "src/half_codec.h"
 #include "src/reference.h"
 
 namespace rlx::bench {
@@ -212,61 +213,12 @@ const float* ExpInputs(std::size_t n) {
   return inputs.data();
 }
 
-float ToF32(bf16 v) {
-  const std::uint32_t bits = static_cast<std::uint32_t>(v.bits) << 16;
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+float ToF32(bf16 v) { return rlx_f32_from_bf16(v.bits); }
 
-float ToF32(f16 v) {
-  const std::uint32_t sign = static_cast<std::uint32_t>(v.bits & 0x8000) << 16;
-  const std::uint32_t exp = (v.bits >> 10) & 0x1F;
-  const std::uint32_t mant = v.bits & 0x3FF;
-  if (exp == 0) {  // zero or subnormal: mant * 2^-24, exact in f32
-    const float magnitude = static_cast<float>(mant) * 0x1.0p-24f;
-    return sign != 0 ? -magnitude : magnitude;
-  }
-  const std::uint32_t bits =
-      sign | (exp == 0x1F ? 0x7F800000u | (mant << 13)
-                          : ((exp + 112) << 23) | (mant << 13));
-  float f;
-  std::memcpy(&f, &bits, sizeof(f));
-  return f;
-}
+float ToF32(f16 v) { return rlx_f32_from_f16(v.bits); }
 
-bf16 ToBF16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  if ((bits & 0x7FFFFFFF) > 0x7F800000) {  // NaN: keep it a quiet NaN
-    return {static_cast<std::uint16_t>((bits >> 16) | 0x40)};
-  }
-  bits += 0x7FFF + ((bits >> 16) & 1);
-  return {static_cast<std::uint16_t>(bits >> 16)};
-}
+bf16 ToBF16(float f) { return {rlx_bf16_from_f32(f)}; }
 
-f16 ToF16(float f) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &f, sizeof(bits));
-  const std::uint32_t sign = (bits >> 16) & 0x8000;
-  const std::uint32_t abs = bits & 0x7FFFFFFF;
-  std::uint32_t h;
-  if (abs > 0x7F800000) {
-    h = 0x7E00;  // NaN
-  } else if (abs >= 0x477FF000) {
-    h = 0x7C00;  // >= 65520 rounds to inf
-  } else if (abs < 0x38800000) {
-    // Below 2^-14: a subnormal, round(|f| * 2^24) (nearest even).
-    float magnitude;
-    std::memcpy(&magnitude, &abs, sizeof(magnitude));
-    h = static_cast<std::uint32_t>(std::nearbyint(magnitude * 0x1.0p24f));
-  } else {
-    const std::uint32_t mant = abs & 0x7FFFFF;
-    h = (((abs >> 23) - 112) << 10) | (mant >> 13);
-    const std::uint32_t rest = mant & 0x1FFF;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1) != 0)) ++h;
-  }
-  return {static_cast<std::uint16_t>(sign | h)};
-}
+f16 ToF16(float f) { return {rlx_f16_from_f32(f)}; }
 
 }  // namespace rlx::bench

@@ -160,7 +160,8 @@ ScoreView FreshScores(const Workload& w);
 // At least `n` f32 values in [-16, 0] (exp inputs after the max shift).
 const float* ExpInputs(std::size_t n);
 
-// Scalar conversions for 16-bit rows (round to nearest even).
+// Scalar conversions for 16-bit rows: src/half_codec.h (round to nearest
+// even), typed for the row element structs.
 float ToF32(bf16 v);
 float ToF32(f16 v);
 bf16 ToBF16(float f);

@@ -6,9 +6,10 @@
 
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
+
+#include "src/half_codec.h"
 
 namespace rlx::reference {
 namespace {
@@ -23,69 +24,14 @@ std::size_t Offset(const Shape4& shape, const Strides3& strides, std::size_t b,
   return off;
 }
 
-float F32FromBits(std::uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof(f));
-  return f;
-}
-
-std::uint32_t BitsFromF32(float f) {
-  std::uint32_t u;
-  std::memcpy(&u, &f, sizeof(u));
-  return u;
-}
-
-float F32FromF16(std::uint16_t h) {
-  const std::uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 0x1F,
-                      mant = h & 0x3FF;
-  float magnitude;
-  if (exp == 0) {
-    magnitude = std::ldexp(static_cast<float>(mant), -24);
-  } else if (exp == 31) {
-    magnitude = mant == 0 ? std::numeric_limits<float>::infinity()
-                          : std::numeric_limits<float>::quiet_NaN();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(mant | 0x400), int(exp) - 25);
-  }
-  return sign ? -magnitude : magnitude;
-}
-
-// Round to nearest even, by searching the f16 grid: slow, obviously right.
-std::uint16_t F16FromF64(double x) {
-  if (std::isnan(x)) return 0x7E00;
-  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
-  const double a = std::fabs(x);
-  if (a >= 65520.0) return sign | 0x7C00;  // rounds to infinity
-  // Largest f16 magnitude <= a, then pick the nearer (even on ties).
-  std::uint16_t lo = 0;
-  for (std::uint16_t step = 0x4000; step != 0; step >>= 1) {
-    if (lo + step <= 0x7BFF && F32FromF16(lo + step) <= a) lo += step;
-  }
-  const std::uint16_t hi = lo + 1;
-  const double dlo = a - F32FromF16(lo), dhi = F32FromF16(hi) - a;
-  const std::uint16_t pick =
-      (dlo < dhi || (dlo == dhi && (lo & 1) == 0)) ? lo : hi;
-  return sign | pick;
-}
-
-// Rounds to f32, then to the nearest even bf16. The kernels round an f32
-// the same way; the double rounding this allows is within the test bounds.
-std::uint16_t BF16FromF64(double x) {
-  if (std::isnan(x)) return 0x7FC0;
-  const std::uint32_t u = BitsFromF32(static_cast<float>(x));
-  const std::uint32_t rounded = u + 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<std::uint16_t>(rounded >> 16);
-}
-
 double Load(const ScoreView& v, std::size_t off) {
   switch (v.type) {
     case ScoreType::kF32:
       return static_cast<const float*>(v.data)[off];
     case ScoreType::kBF16:
-      return F32FromBits(
-          std::uint32_t{static_cast<const std::uint16_t*>(v.data)[off]} << 16);
+      return rlx_f32_from_bf16(static_cast<const std::uint16_t*>(v.data)[off]);
     case ScoreType::kF16:
-      return F32FromF16(static_cast<const std::uint16_t*>(v.data)[off]);
+      return rlx_f32_from_f16(static_cast<const std::uint16_t*>(v.data)[off]);
   }
   return 0;
 }
@@ -96,10 +42,14 @@ void Store(const ScoreView& v, std::size_t off, double x) {
       static_cast<float*>(v.data)[off] = static_cast<float>(x);
       return;
     case ScoreType::kBF16:
-      static_cast<std::uint16_t*>(v.data)[off] = BF16FromF64(x);
+      // Through f32, as the kernels round an f32 result; the double
+      // rounding this allows is within the tests' bounds.
+      static_cast<std::uint16_t*>(v.data)[off] =
+          rlx_bf16_from_f32(static_cast<float>(x));
       return;
     case ScoreType::kF16:
-      static_cast<std::uint16_t*>(v.data)[off] = F16FromF64(x);
+      // Once, from double.
+      static_cast<std::uint16_t*>(v.data)[off] = rlx_f16_from_f64(x);
       return;
   }
 }

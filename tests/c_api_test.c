@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "rlx/rlx_attn_mask.h"
+/* Relative to this file: the codec is a source header, never installed. */
+#include "../src/half_codec.h"
 
 /* AddressSanitizer's operator new reports an impossible allocation and
  * aborts instead of throwing std::bad_alloc, so the test that needs the
@@ -769,45 +771,12 @@ static int IsSoftmaxRow(const float* row, const int* kept_mask, size_t n) {
   return any ? fabs(sum - 1.0) <= 1e-6 : sum == 0.0;
 }
 
-/* bf16 and f16 helpers for exactly representable values. */
-static uint16_t ToBf16(float f) {
-  uint32_t bits;
-  memcpy(&bits, &f, 4);
-  return (uint16_t)(bits >> 16);
-}
-static float FromBf16(uint16_t h) {
-  const uint32_t bits = (uint32_t)h << 16;
-  float f;
-  memcpy(&f, &bits, 4);
-  return f;
-}
-static float FromF16(uint16_t h) {
-  const int sign = (h >> 15) & 1, exponent = (h >> 10) & 31;
-  const int mantissa = h & 1023;
-  float f;
-  if (exponent == 0) {
-    f = ldexpf((float)mantissa, -24);
-  } else if (exponent == 31) {
-    f = mantissa ? NAN : INFINITY;
-  } else {
-    f = ldexpf((float)(mantissa + 1024), exponent - 25);
-  }
-  return sign ? -f : f;
-}
-/* Normal and zero values with at most 11 significant bits only. */
-static uint16_t ToF16(float f) {
-  int exponent;
-  float m;
-  uint16_t sign = 0;
-  if (f == 0.0f) return 0;
-  if (f < 0) {
-    sign = 0x8000;
-    f = -f;
-  }
-  m = frexpf(f, &exponent); /* f = m * 2^exponent, m in [0.5, 1) */
-  return (uint16_t)(sign | ((exponent + 14) << 10) |
-                    ((uint16_t)(m * 2048.0f) & 1023));
-}
+/* bf16 and f16 bits: the library's half-precision codec (round to nearest
+ * even), shared with the C++ tests and the oracle. */
+static uint16_t ToBf16(float f) { return rlx_bf16_from_f32(f); }
+static float FromBf16(uint16_t h) { return rlx_f32_from_bf16(h); }
+static uint16_t ToF16(float f) { return rlx_f16_from_f32(f); }
+static float FromF16(uint16_t h) { return rlx_f32_from_f16(h); }
 
 static void TestMaskedSoftmax(void) {
   /* 2 heads x 1 query x 8 keys, decode past 3 in bucket 7. */

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
+#include "src/half_codec.h"
 #include "src/reference.h"
 
 namespace rlx::testing {
@@ -80,57 +81,26 @@ inline double Get(const ScoreView& v, std::size_t off) {
   switch (v.type) {
     case ScoreType::kF32:
       return static_cast<const float*>(v.data)[off];
-    case ScoreType::kBF16: {
-      const std::uint32_t u =
-          std::uint32_t{static_cast<const std::uint16_t*>(v.data)[off]} << 16;
-      float f;
-      std::memcpy(&f, &u, 4);
-      return f;
-    }
-    case ScoreType::kF16: {
-      const std::uint16_t h = static_cast<const std::uint16_t*>(v.data)[off];
-      const int e = (h >> 10) & 0x1F, m = h & 0x3FF;
-      const double mag = e == 0 ? std::ldexp(m, -24)
-                         : e == 31
-                             ? (m ? std::numeric_limits<double>::quiet_NaN()
-                                  : std::numeric_limits<double>::infinity())
-                             : std::ldexp(m | 0x400, e - 25);
-      return (h & 0x8000) ? -mag : mag;
-    }
+    case ScoreType::kBF16:
+      return rlx_f32_from_bf16(static_cast<const std::uint16_t*>(v.data)[off]);
+    case ScoreType::kF16:
+      return rlx_f32_from_f16(static_cast<const std::uint16_t*>(v.data)[off]);
   }
   return 0;
 }
 
-// Sets element `off` to x in the row type: bf16 by truncation, f16 by
-// truncation toward zero with saturation to +-65504 (any value of the type
-// will do as an input; NaN and infinities are kept).
+// Sets element `off` to x rounded to the row type (nearest even), where a
+// finite x stays finite: a magnitude that would round to infinity becomes
+// the type's largest finite value. NaN and infinities are kept.
 inline void Set(const ScoreView& v, std::size_t off, float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, 4);
-  std::uint16_t bits;
   if (v.type == ScoreType::kF32) {
     static_cast<float*>(v.data)[off] = x;
     return;
-  } else if (v.type == ScoreType::kBF16) {
-    bits = static_cast<std::uint16_t>(u >> 16);
-  } else {
-    const std::uint16_t sign = (u >> 16) & 0x8000;
-    const double a = std::fabs(static_cast<double>(x));
-    if (std::isnan(x)) {
-      bits = 0x7E00;
-    } else if (std::isinf(x)) {
-      bits = 0x7C00;
-    } else if (a >= 65504.0) {
-      bits = 0x7BFF;
-    } else if (a < 0x1p-14) {  // subnormal: multiples of 2^-24
-      bits = static_cast<std::uint16_t>(a * 0x1p24);
-    } else {
-      const int e = std::ilogb(a);
-      const int mant = static_cast<int>(std::ldexp(a, 10 - e)) - 1024;
-      bits = static_cast<std::uint16_t>(((e + 15) << 10) | mant);
-    }
-    bits |= sign;
   }
+  const bool bf16 = v.type == ScoreType::kBF16;
+  std::uint16_t bits = bf16 ? rlx_bf16_from_f32(x) : rlx_f16_from_f32(x);
+  const std::uint16_t inf = bf16 ? 0x7F80 : 0x7C00;
+  if (std::isfinite(x) && (bits & 0x7FFF) == inf) --bits;  // largest finite
   static_cast<std::uint16_t*>(v.data)[off] = bits;
 }
 
