@@ -2,12 +2,16 @@
 // libFuzzer target: decodes a shape, strides, a mask kind with its
 // parameters, softmax options and score values from the input, then runs
 // apply_mask and masked_softmax on every supported target and compares each
-// with the scalar oracle (tests/score_check.h). Also feeds bad arguments and
-// checks they throw std::invalid_argument and write nothing. Any mismatch
-// aborts with a description. Built with clang (-fsanitize=fuzzer) when
-// RLX_ATTN_MASK_FUZZ is ON; the test command runs it for a fixed time in its
-// sanitizer leg.
+// with the scalar oracle (tests/score_check.h). Also feeds bad arguments,
+// among them extents and strides whose element count or byte span exceeds
+// PTRDIFF_MAX (no such tensor exists; offsets into it would wrap), and
+// checks they throw std::invalid_argument and touch no memory: nothing is
+// written, and a read far outside the buffer would fault under the
+// sanitizers. Any mismatch aborts with a description. Built with clang
+// (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -223,6 +227,82 @@ void CheckOneTarget(const Case& c, std::size_t split) {
   }
 }
 
+constexpr std::size_t kMaxSize = PTRDIFF_MAX;
+
+// A size at or beyond what the library accepts: the extremes of size_t and
+// ptrdiff_t, powers of two whose products wrap, or `least` (the smallest
+// value that is too large in its place) plus a little.
+std::size_t Extreme(Reader& r, std::size_t least) {
+  const std::size_t values[] = {least,
+                                least + 1 + r.Pick(1000),
+                                std::size_t{1} << 61,
+                                std::size_t{1} << 62,
+                                std::size_t{1} << 63,
+                                kMaxSize,
+                                kMaxSize + 1,
+                                std::numeric_limits<std::size_t>::max()};
+  return std::max(least, values[r.Pick(8)]);
+}
+
+// The index of an axis (0 batch, 1 heads, 2 q) with an extent above 1, or -1.
+int WideAxis(const Shape4& s, Reader& r) {
+  const std::size_t extents[] = {s.batch, s.heads, s.q_len};
+  const int first = static_cast<int>(r.Pick(3));
+  for (int i = 0; i < 3; ++i) {
+    const int axis = (first + i) % 3;
+    if (extents[axis] > 1) return axis;
+  }
+  return -1;
+}
+
+std::size_t& Extent(Shape4& s, int axis) {
+  return axis == 0 ? s.batch : axis == 1 ? s.heads : s.q_len;
+}
+
+std::size_t& Stride(Strides3& s, int axis) {
+  return axis == 0 ? s.batch : axis == 1 ? s.head : s.row;
+}
+
+// The smallest stride on an axis of `extent` (> 1) that puts the last
+// element of a tensor of `elem_size`-byte elements beyond byte PTRDIFF_MAX.
+std::size_t LeastFarStride(std::size_t extent, std::size_t elem_size) {
+  return kMaxSize / elem_size / (extent - 1) + 1;
+}
+
+// A view or dense mask of the case made impossible: an extent, or an
+// axis's stride, so large that its element count or last byte offset
+// exceeds PTRDIFF_MAX. Returns false when the case has no axis for it.
+bool MakeImpossible(const Case& c, Reader& r, ScoreView& v, MaskSpec& mask,
+                    std::vector<float>& mask_values) {
+  const std::size_t elem = testing::ElemSize(c.type);
+  switch (r.Pick(3)) {
+    case 0: {  // an extent: k_len alone, or one whose product wraps
+      const int axis = static_cast<int>(r.Pick(4));
+      std::size_t& extent = axis == 3 ? v.shape.k_len : Extent(v.shape, axis);
+      extent = Extreme(r, kMaxSize / elem + 1);
+      return true;
+    }
+    case 1: {  // a stride of the scores
+      const int axis = WideAxis(v.shape, r);
+      if (axis < 0) return false;
+      Stride(v.strides, axis) =
+          Extreme(r, LeastFarStride(Extent(v.shape, axis), elem));
+      return true;
+    }
+    default: {  // a dense f32 mask's stride over valid scores
+      const int axis = WideAxis(v.shape, r);
+      if (axis < 0) return false;
+      Shape4 m{1, 1, 1, v.shape.k_len};
+      Extent(m, axis) = Extent(v.shape, axis);
+      mask_values.assign(16, 1.0f);  // never read: the mask is rejected
+      mask = MaskSpec::keep(mask_values.data(), m);
+      Stride(mask.strides, axis) =
+          Extreme(r, LeastFarStride(Extent(m, axis), sizeof(float)));
+      return true;
+    }
+  }
+}
+
 // A corrupted copy of the case must be rejected without writing.
 void CheckRejected(const Case& c, Reader& r) {
   Tensor t = ScoresOf(c);
@@ -230,7 +310,8 @@ void CheckRejected(const Case& c, Reader& r) {
   ScoreView v = t.view;
   MaskSpec mask = c.mask;
   RowRange rows = RowRange::all(c.shape);
-  switch (r.Pick(5)) {
+  std::vector<float> mask_values;
+  switch (r.Pick(6)) {
     case 0:
       v.shape.k_len = 0;
       break;
@@ -244,6 +325,9 @@ void CheckRejected(const Case& c, Reader& r) {
     case 3:
       mask = MaskSpec::decode(c.shape.k_len, c.shape.k_len - 1);
       break;
+    case 4:
+      if (MakeImpossible(c, r, v, mask, mask_values)) break;
+      [[fallthrough]];
     default:
       v.data = nullptr;
   }
@@ -258,6 +342,16 @@ void CheckRejected(const Case& c, Reader& r) {
     } catch (const std::invalid_argument&) {
     }
     if (t.bytes != before) Fail(c, "a rejected call wrote");
+  }
+  // kept_keys for a row of a tensor that cannot exist.
+  try {
+    if (r.Bit()) {
+      kept_keys(c.mask, 0, 0, 1, Extreme(r, kMaxSize + 1));
+    } else {
+      kept_keys(c.mask, Extreme(r, kMaxSize), 0, c.shape.q_len, c.shape.k_len);
+    }
+    Fail(c, "kept_keys accepted a row of more than PTRDIFF_MAX elements");
+  } catch (const std::invalid_argument&) {
   }
 }
 
