@@ -72,9 +72,9 @@ Histogram FromLengths(const std::string& where,
   }
   Histogram h;
   // Counting is O(n + max); sorting O(n log n): count when the table is
-  // small next to the observations (the usual case: lengths up to a model's
-  // context, far more observations than that).
-  if (max <= 8 * static_cast<std::uint64_t>(lengths.size()) + 4096) {
+  // no larger than about twice the input (the usual case: lengths up to a
+  // model's context, far more observations than that).
+  if (max <= 2 * static_cast<std::uint64_t>(lengths.size()) + 65536) {
     std::vector<std::uint64_t> table(max + 1, 0);
     for (std::uint64_t len : lengths) ++table[len];
     for (std::uint64_t len = 1; len <= max; ++len) {

@@ -208,6 +208,35 @@ TEST(LadderFitTest, EqualsPlainProgramOnLargerInputs) {
   }
 }
 
+TEST(LadderFitTest, SparseLongLengths) {
+  // Lengths up to 10^12, far more than the observations: histogrammed by
+  // sorting rather than by a table of every length.
+  std::mt19937_64 rng(4242);
+  for (int trial = 0; trial < 5; ++trial) {
+    std::vector<std::uint64_t> lengths;
+    std::map<std::uint64_t, std::uint64_t> histogram;
+    for (int i = 0; i < 300; ++i) {
+      const std::uint64_t len = 1 + rng() % (i % 3 == 0 ? 1000 : 1000000000000);
+      lengths.push_back(len);
+      ++histogram[len];
+      if (i % 7 == 0) {  // repeats
+        lengths.push_back(len);
+        ++histogram[len];
+      }
+    }
+    for (const CostModel& model : CostModels()) {
+      for (std::size_t k : {1, 5, 30}) {
+        const BucketLadder fitted = BucketLadder::fit(lengths, k, model.cost);
+        EXPECT_EQ(Extents(fitted), Extents(BucketLadder::fit(
+                                       ToCounts(histogram), k, model.cost)));
+        const double expect = PlainProgram(histogram, k, model.cost);
+        EXPECT_NEAR(PaddedCost(Extents(fitted), histogram, model.cost), expect,
+                    1e-12 * expect);
+      }
+    }
+  }
+}
+
 TEST(LadderFitTest, NeverWorseThanPowerOfTwoOrGeometric) {
   std::mt19937_64 rng(99);
   std::lognormal_distribution<double> dist(6.0, 1.2);

@@ -51,7 +51,7 @@ constexpr char kUsage[] =
     "padding).\n"
     "\n"
     "  --buckets N  buckets per ladder (default: as many as the power-of-two\n"
-    "               ladder from 1 has, 1 + ceil(log2(max)))\n"
+    "               ladder from 1 has, 1 + ceil(log2(max)); at most max)\n"
     "  --json       print JSON instead of tables\n"
     "Exit status: 0 on success, 2 on bad input or arguments.\n";
 
@@ -287,7 +287,9 @@ int Run(int argc, char** argv) {
   }
   const rlx::BucketLadder pow2_from_one =
       rlx::BucketLadder::power_of_two(1, max);
-  const std::size_t n = buckets.value_or(pow2_from_one.size());
+  // More buckets than keys cannot help (fit pads nothing from max on).
+  const std::size_t n = static_cast<std::size_t>(
+      std::min<std::uint64_t>(buckets.value_or(pow2_from_one.size()), max));
 
   std::vector<Stats> all;
   // Power of two with at most n buckets: the first extent is next_pow2(max)
