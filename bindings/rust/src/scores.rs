@@ -32,13 +32,20 @@ impl Shape {
             k_len,
         }
     }
-    /// batch * heads * q_len rows.
+    /// batch * heads * q_len rows, saturating at `usize::MAX` for a shape
+    /// no slice can hold (the kernels reject such a shape).
     pub fn rows(&self) -> usize {
-        self.batch * self.heads * self.q_len
+        self.batch
+            .checked_mul(self.heads)
+            .and_then(|n| n.checked_mul(self.q_len))
+            .unwrap_or(usize::MAX)
     }
     /// The element count of the contiguous layout, None on overflow.
     fn elements(&self) -> Option<usize> {
-        self.rows().checked_mul(self.k_len)
+        self.batch
+            .checked_mul(self.heads)?
+            .checked_mul(self.q_len)?
+            .checked_mul(self.k_len)
     }
     fn to_ffi(self) -> ffi::rlx_shape4 {
         ffi::rlx_shape4 {
@@ -477,6 +484,14 @@ mod tests {
         let e = masked_softmax_rows(&mut s, shape, &Mask::None, SoftmaxOptions::default(), 0..2)
             .unwrap_err();
         assert!(e.message().contains("row range"), "{e}");
+        // Extents whose product wraps: [2^62, 8, 1, 8] holds 2^68 elements,
+        // not the 0 a wrapping product would match with an empty slice.
+        let huge = Shape::new(1 << 62, 8, 1, 8);
+        assert_eq!(huge.rows(), usize::MAX);
+        let e = apply_mask(&mut s[..0], huge, &Mask::None, 0.0).unwrap_err();
+        assert!(e.message().contains("needs None"), "{e}");
+        let e = kept_keys(&Mask::Causal, 0, 0, 1, 1 << 63).unwrap_err();
+        assert!(e.message().contains("PTRDIFF_MAX"), "{e}");
         assert!(s.iter().all(|v| v.is_nan()));
         assert!(kept_keys(&Mask::Causal, 0, 1, 1, 8).is_err());
     }
