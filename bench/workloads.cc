@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -136,6 +137,9 @@ std::unique_ptr<Storage> Build(const Workload& w) {
       d.rlx.mod = batches;
       break;
     }
+    case MaskKind::kKeepBits:
+      // No workload of the bit-packed kind yet.
+      throw std::invalid_argument("Build: no kKeepBits workload");
     case MaskKind::kBias: {
       // ALiBi-like: head h adds -2^-(h+1) * distance; -inf above the
       // diagonal (a causal bias).

@@ -1,24 +1,94 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Row geometry of score tensors and the kept-key intervals of structured
-// masks: plain C++, shared by the per-target kernels and the dispatching
-// code. Arguments are validated by the caller (score_kernels.cc).
+// Row geometry of score tensors and the mask rules of DESIGN.md ("Mask rules
+// over logical positions"), evaluated per row: plain C++, shared by the
+// per-target kernels and the dispatching code. Arguments are validated by
+// the caller (score_kernels.cc).
 //
-// This is the seam every structured mask kind plugs into: a new kind adds a
-// case to KeptKeysOf, and every kernel then works on its intervals alone.
+// This is the seam every rule plugs into. RulesOf normalises a MaskSpec
+// (kind and rule fields) once per call; KeptKeysOf turns a row's rules into
+// at most three key intervals (sink, base, Decode token), exact when every
+// key has its implicit position; RowKeepBytes decides the per-element rules
+// (explicit key positions, segments, dense keep masks) inside them. Kernels
+// work on the intervals alone and read the bytes only where Rules says so.
 #ifndef RLX_SRC_MASK_ROWS_H_
 #define RLX_SRC_MASK_ROWS_H_
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "rlx/scores.h"
 
 namespace rlx::detail {
 
-inline bool IsDense(MaskKind kind) {
-  return kind == MaskKind::kKeepF32 || kind == MaskKind::kKeepU8 ||
-         kind == MaskKind::kBias;
+// The dense part of a mask: the dense kinds' own, or one added to the rules.
+inline DenseKind DenseOf(const MaskSpec& mask) {
+  switch (mask.kind) {
+    case MaskKind::kKeepF32:
+      return DenseKind::kKeepF32;
+    case MaskKind::kKeepU8:
+      return DenseKind::kKeepU8;
+    case MaskKind::kKeepBits:
+      return DenseKind::kKeepBits;
+    case MaskKind::kBias:
+      return DenseKind::kBias;
+    case MaskKind::kNone:
+    case MaskKind::kCausal:
+    case MaskKind::kSlidingWindow:
+    case MaskKind::kDecode:
+      return mask.dense;
+  }
+  return mask.dense;
+}
+
+// A mask's rules, normalised once per call. Windows, chunks and sinks fit in
+// int64 (score_kernels.cc rejects larger ones).
+struct Rules {
+  bool causal = false;      // Causal, SlidingWindow, Decode
+  bool decode = false;      // the Decode slot layout
+  std::int64_t window = 0;  // W counting the query; 0 = none
+  std::int64_t chunk = 0;   // C; 0 = none
+  std::int64_t sink = 0;    // S; 0 = none
+  DenseKind dense = DenseKind::kNone;
+  bool explicit_keys = false;  // k_position given: intervals say nothing
+  bool segments = false;
+  // Whether some rule is decided per element (RowKeepBytes), not by the
+  // intervals alone. A bias is added per element but keeps every key.
+  bool per_element = false;
+  // No rule but a dense f32, u8 or bias part: the whole row, read per
+  // element by the dense sources directly (bit masks go through the bytes).
+  bool dense_only = false;
+};
+
+inline Rules RulesOf(const MaskSpec& mask) {
+  Rules r;
+  r.causal = mask.kind == MaskKind::kCausal ||
+             mask.kind == MaskKind::kSlidingWindow ||
+             mask.kind == MaskKind::kDecode;
+  r.decode = mask.kind == MaskKind::kDecode;
+  // The kinds' own windows count the keys before the query: W = w + 1. One
+  // of INT64_MAX keys or more spans every position difference: no window.
+  std::uint64_t window = mask.window_keys;
+  if ((mask.kind == MaskKind::kSlidingWindow ||
+       mask.kind == MaskKind::kDecode) &&
+      mask.window != 0 && mask.window < static_cast<std::size_t>(INT64_MAX)) {
+    const std::uint64_t own = static_cast<std::uint64_t>(mask.window) + 1;
+    window = window == 0 ? own : std::min<std::uint64_t>(window, own);
+  }
+  r.window = static_cast<std::int64_t>(window);
+  r.chunk = static_cast<std::int64_t>(mask.chunk);
+  r.sink = static_cast<std::int64_t>(mask.sink_keys);
+  r.dense = DenseOf(mask);
+  r.explicit_keys = mask.k_position != nullptr;
+  r.segments = mask.q_segment != nullptr;
+  r.per_element = r.explicit_keys || r.segments ||
+                  (r.dense != DenseKind::kNone && r.dense != DenseKind::kBias);
+  r.dense_only = !r.causal && r.window == 0 && r.chunk == 0 && r.sink == 0 &&
+                 mask.prefix_end == nullptr && !r.segments &&
+                 mask.q_position == nullptr && !r.explicit_keys &&
+                 r.dense != DenseKind::kNone && r.dense != DenseKind::kKeepBits;
+  return r;
 }
 
 // (b, h, q) of flattened row r = (b * heads + h) * q_len + q.
@@ -53,67 +123,169 @@ inline std::size_t RowOffset(const Shape4& shape, const Strides3& strides,
          (shape.q_len == 1 ? 0 : i.q * strides.row);
 }
 
-// Absolute position of query row q of batch b, query_offset(b) + q, into
-// *pos; false when it is negative (the row sees no key). Exact for every
-// int64 offset and q <= PTRDIFF_MAX: a non-negative sum is below 2^64.
-inline bool QueryPosition(const MaskSpec& mask, std::size_t b, std::size_t q,
-                          std::size_t q_len, std::size_t k_len,
-                          std::uint64_t* pos) {
+// floor(a / c) for c > 0.
+inline std::int64_t FloorDiv(std::int64_t a, std::int64_t c) {
+  const std::int64_t q = a / c;
+  return (a % c != 0 && a < 0) ? q - 1 : q;
+}
+
+// Logical position of query row q of batch b: q_position, else the Decode
+// token's (past), else query_offset(b) + q, saturated to int64 (a position
+// beyond every key's keeps the same keys as INT64_MAX).
+inline std::int64_t QueryPosition(const MaskSpec& mask, std::size_t b,
+                                  std::size_t q, std::size_t q_len,
+                                  std::size_t k_len) {
+  if (mask.q_position != nullptr) return mask.q_position[b * q_len + q];
+  if (mask.kind == MaskKind::kDecode) {
+    return static_cast<std::int64_t>(mask.past);
+  }
   const std::int64_t offset =
       mask.query_offsets != nullptr
           ? mask.query_offsets[b]
           : static_cast<std::int64_t>(k_len) - static_cast<std::int64_t>(q_len);
-  if (offset >= 0) {
-    *pos = static_cast<std::uint64_t>(offset) + q;
-    return true;
+  std::int64_t pos = 0;
+  if (__builtin_add_overflow(offset, static_cast<std::int64_t>(q), &pos)) {
+    return std::numeric_limits<std::int64_t>::max();
   }
-  // |offset| without negating INT64_MIN.
-  const std::uint64_t below = static_cast<std::uint64_t>(-(offset + 1)) + 1;
-  if (q < below) return false;
-  *pos = q - below;
-  return true;
+  return pos;
 }
 
-// The keys row (b, q) may attend to; [0, k_len) for None and dense kinds.
-inline KeptKeys KeptKeysOf(const MaskSpec& mask, std::size_t b, std::size_t q,
-                           std::size_t q_len, std::size_t k_len) {
+// Logical position of key slot k of batch b (< 0: an empty slot).
+inline std::int64_t KeyPosition(const MaskSpec& mask, std::size_t b,
+                                std::size_t k, std::size_t k_len) {
+  if (mask.k_position != nullptr) return mask.k_position[b * k_len + k];
+  if (mask.kind == MaskKind::kDecode) {
+    if (k < mask.past) return static_cast<std::int64_t>(k);
+    return k == mask.upper ? static_cast<std::int64_t>(mask.past) : -1;
+  }
+  return static_cast<std::int64_t>(k);
+}
+
+// The position rules for one key: valid AND (base OR sink); segments and the
+// dense part are checked by the caller. 128-bit differences cannot wrap.
+inline bool KeptByPositions(const MaskSpec& mask, const Rules& r,
+                            std::int64_t prefix_end, std::int64_t p_q,
+                            std::int64_t p_k) {
+  if (p_k < 0) return false;
+  const bool causal = !r.causal || p_k <= p_q;
+  const bool prefix =
+      mask.prefix_end != nullptr && p_q < prefix_end && p_k < prefix_end;
+  const bool window =
+      r.window == 0 || static_cast<__int128>(p_q) - p_k < r.window;
+  const bool chunk =
+      r.chunk == 0 || FloorDiv(p_k, r.chunk) == FloorDiv(p_q, r.chunk);
+  const bool sink = r.sink != 0 && p_k < r.sink && p_k <= p_q;
+  return ((causal || prefix) && window && chunk) || sink;
+}
+
+// The keys row (b, q) may attend to, as intervals: exact for implicit key
+// positions (the per-element rules then narrow them), the whole row for
+// explicit ones.
+inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
+                           std::size_t q, std::size_t q_len,
+                           std::size_t k_len) {
   KeptKeys kept;
   const auto add = [&](std::size_t begin, std::size_t end) {
     if (begin >= end) return;
-    if (kept.count > 0 && kept.intervals[kept.count - 1].end == begin) {
-      kept.intervals[kept.count - 1].end = end;  // adjacent: one interval
+    if (kept.count > 0 && kept.intervals[kept.count - 1].end >= begin) {
+      // Overlapping or adjacent: one interval.
+      kept.intervals[kept.count - 1].end =
+          std::max(kept.intervals[kept.count - 1].end, end);
     } else {
       kept.intervals[kept.count++] = {begin, end};
     }
   };
-  switch (mask.kind) {
-    case MaskKind::kCausal:
-    case MaskKind::kSlidingWindow: {
-      std::uint64_t pos = 0;
-      // A query before key 0 sees nothing.
-      if (!QueryPosition(mask, b, q, q_len, k_len, &pos)) break;
-      const std::size_t end =
-          static_cast<std::size_t>(std::min<std::uint64_t>(pos + 1, k_len));
-      std::size_t begin = 0;
-      if (mask.kind == MaskKind::kSlidingWindow && mask.window != 0 &&
-          mask.window < pos) {
-        begin = static_cast<std::size_t>(
-            std::min<std::uint64_t>(pos - mask.window, k_len));
-      }
-      add(begin, end);
-      break;
+  if (r.explicit_keys) {
+    add(0, k_len);
+    return kept;
+  }
+  const std::int64_t p_q = QueryPosition(mask, b, q, q_len, k_len);
+  const std::int64_t prefix_end =
+      mask.prefix_end != nullptr ? mask.prefix_end[b] : 0;
+  // Keys at positions [0, slots) sit at index = position; Decode adds the
+  // token at slot upper below.
+  const __int128 slots = r.decode ? mask.past : k_len;
+  const auto clamp = [&](__int128 v) {
+    return static_cast<std::size_t>(std::clamp<__int128>(v, 0, slots));
+  };
+  // base = (causal OR prefix) AND window AND chunk, one interval [lo, hi).
+  __int128 lo = 0, hi = slots;
+  if (r.causal) {
+    __int128 end = static_cast<__int128>(p_q) + 1;
+    if (mask.prefix_end != nullptr && p_q < prefix_end) {
+      end = std::max<__int128>(end, prefix_end);
     }
-    case MaskKind::kDecode: {
-      const std::size_t lo =
-          mask.window == 0 ? 0 : mask.past - std::min(mask.window, mask.past);
-      add(lo, mask.past);
-      add(mask.upper, mask.upper + 1);
-      break;
-    }
-    default:
-      add(0, k_len);
+    hi = std::min(hi, end);
+  }
+  if (r.window != 0) {
+    lo = std::max<__int128>(lo, static_cast<__int128>(p_q) - r.window + 1);
+  }
+  if (r.chunk != 0) {
+    const __int128 first =
+        static_cast<__int128>(FloorDiv(p_q, r.chunk)) * r.chunk;
+    lo = std::max(lo, first);
+    hi = std::min(hi, first + r.chunk);
+  }
+  // sink: [0, min(S, p_q + 1)).
+  const __int128 sink_end =
+      r.sink == 0 ? 0
+                  : std::min<__int128>(r.sink, static_cast<__int128>(p_q) + 1);
+  add(0, clamp(sink_end));
+  add(clamp(lo), clamp(hi));
+  if (r.decode && KeptByPositions(mask, r, prefix_end, p_q,
+                                  static_cast<std::int64_t>(mask.past))) {
+    add(mask.upper, mask.upper + 1);
   }
   return kept;
+}
+
+// Per-element rules of row (b, h, q) inside its intervals `kept`: bytes[k]
+// (for k in the intervals) becomes 1 where the key is kept by the position
+// rules (explicit key positions), its segment and the dense keep part, 0
+// elsewhere. Bytes outside the intervals are not written.
+inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
+                         const RowIndex& i, std::size_t q_len,
+                         std::size_t k_len, const KeptKeys& kept,
+                         std::uint8_t* bytes) {
+  const std::int64_t p_q =
+      r.explicit_keys ? QueryPosition(mask, i.b, i.q, q_len, k_len) : 0;
+  const std::int64_t prefix_end =
+      mask.prefix_end != nullptr ? mask.prefix_end[i.b] : 0;
+  const std::int32_t q_segment =
+      r.segments ? mask.q_segment[i.b * q_len + i.q] : 0;
+  const std::int32_t* k_segment =
+      r.segments ? mask.k_segment + i.b * k_len : nullptr;
+  const std::size_t m = RowOffset(mask.shape, mask.strides, i);
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    for (std::size_t k = kept.intervals[j].begin; k < kept.intervals[j].end;
+         ++k) {
+      bool keep = true;
+      if (r.explicit_keys) {
+        keep = KeptByPositions(mask, r, prefix_end, p_q,
+                               mask.k_position[i.b * k_len + k]);
+      }
+      if (r.segments) keep = keep && k_segment[k] == q_segment;
+      switch (r.dense) {
+        case DenseKind::kKeepF32:
+          keep = keep && static_cast<const float*>(mask.data)[m + k] >= 0.5f;
+          break;
+        case DenseKind::kKeepU8:
+          keep =
+              keep && static_cast<const std::uint8_t*>(mask.data)[m + k] != 0;
+          break;
+        case DenseKind::kKeepBits:
+          keep = keep &&
+                 ((static_cast<const std::uint64_t*>(mask.data)[m + k / 64] >>
+                   (k % 64)) &
+                  1) != 0;
+          break;
+        case DenseKind::kNone:
+        case DenseKind::kBias:
+          break;
+      }
+      bytes[k] = keep ? 1 : 0;
+    }
+  }
 }
 
 }  // namespace rlx::detail

@@ -66,53 +66,114 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
   }
 }
 
+namespace {
+
+// The dense part: the dense kinds' own, or one added to the rules.
+DenseKind DenseKindOf(const MaskSpec& mask) {
+  switch (mask.kind) {
+    case MaskKind::kKeepF32:
+      return DenseKind::kKeepF32;
+    case MaskKind::kKeepU8:
+      return DenseKind::kKeepU8;
+    case MaskKind::kBias:
+      return DenseKind::kBias;
+    case MaskKind::kKeepBits:
+      return DenseKind::kKeepBits;
+    default:
+      return mask.dense;
+  }
+}
+
+// floor(a / c), c > 0.
+__int128 FloorDiv(__int128 a, __int128 c) {
+  __int128 q = a / c;
+  if (a % c != 0 && a < 0) --q;
+  return q;
+}
+
+}  // namespace
+
+// DESIGN.md, "Mask rules over logical positions", term by term. 128-bit
+// arithmetic: no position difference can overflow.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k) {
-  const std::int64_t offset = mask.query_offsets
-                                  ? mask.query_offsets[b]
-                                  : static_cast<std::int64_t>(scores.k_len) -
-                                        static_cast<std::int64_t>(scores.q_len);
-  // 128-bit: an int64 offset plus a row index cannot overflow it.
-  const __int128 abs_q = __int128{offset} + static_cast<__int128>(q);
-  const __int128 key = k;
-  switch (mask.kind) {
-    case MaskKind::kNone:
-      return true;
-    case MaskKind::kCausal:
-      return key <= abs_q;
-    case MaskKind::kSlidingWindow: {
-      if (key > abs_q) return false;
-      if (mask.window == 0) return true;
-      // abs_q - w <= k.
-      return abs_q - key <= static_cast<__int128>(mask.window);
-    }
-    case MaskKind::kDecode: {
-      // The seed's windowed decode mask at key k.
-      const std::size_t lo =
-          mask.window == 0
-              ? 0
-              : (mask.past > mask.window ? mask.past - mask.window : 0);
-      return (k >= lo && k < mask.past) || k == mask.upper;
-    }
-    case MaskKind::kKeepF32: {
-      const float m = static_cast<const float*>(
-          mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)];
-      return m >= 0.5f;  // NaN: masked
-    }
-    case MaskKind::kKeepU8:
-      return static_cast<const std::uint8_t*>(
-                 mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)] != 0;
-    case MaskKind::kBias:
-      return bias_at(mask, scores, b, h, q, k) !=
-             -std::numeric_limits<float>::infinity();
+  const bool decode = mask.kind == MaskKind::kDecode;
+  // Logical positions: explicit arrays, else the Decode layout, else
+  // p_q = query_offset(b) + q and p_k = k.
+  __int128 p_q;
+  if (mask.q_position != nullptr) {
+    p_q = mask.q_position[b * scores.q_len + q];
+  } else if (decode) {
+    p_q = mask.past;
+  } else {
+    const std::int64_t offset =
+        mask.query_offsets ? mask.query_offsets[b]
+                           : static_cast<std::int64_t>(scores.k_len) -
+                                 static_cast<std::int64_t>(scores.q_len);
+    p_q = __int128{offset} + static_cast<__int128>(q);
   }
-  return false;
+  __int128 p_k;
+  if (mask.k_position != nullptr) {
+    p_k = mask.k_position[b * scores.k_len + k];
+  } else if (decode) {
+    p_k = k < mask.past     ? static_cast<__int128>(k)
+          : k == mask.upper ? static_cast<__int128>(mask.past)
+                            : -1;
+  } else {
+    p_k = k;
+  }
+  const bool valid = p_k >= 0;
+  const bool same_segment =
+      mask.q_segment == nullptr || mask.q_segment[b * scores.q_len + q] ==
+                                       mask.k_segment[b * scores.k_len + k];
+  const bool has_causal = mask.kind == MaskKind::kCausal ||
+                          mask.kind == MaskKind::kSlidingWindow || decode;
+  const bool causal = !has_causal || p_k <= p_q;
+  const bool prefix = mask.prefix_end != nullptr && p_q < mask.prefix_end[b] &&
+                      p_k < mask.prefix_end[b];
+  // window_keys W, and the kinds' own window w, which is W = w + 1.
+  bool window = mask.window_keys == 0 ||
+                p_q - p_k < static_cast<__int128>(mask.window_keys);
+  if ((mask.kind == MaskKind::kSlidingWindow || decode) && mask.window != 0) {
+    window = window && p_q - p_k < static_cast<__int128>(mask.window) + 1;
+  }
+  const __int128 c = mask.chunk;
+  const bool chunk = c == 0 || FloorDiv(p_k, c) == FloorDiv(p_q, c);
+  const bool sink = mask.sink_keys != 0 &&
+                    p_k < static_cast<__int128>(mask.sink_keys) && p_k <= p_q;
+  const bool base = (causal || prefix) && window && chunk;
+  bool dense = true;
+  switch (DenseKindOf(mask)) {
+    case DenseKind::kNone:
+      break;
+    case DenseKind::kKeepF32:
+      dense = static_cast<const float*>(
+                  mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)] >=
+              0.5f;  // NaN: masked
+      break;
+    case DenseKind::kKeepU8:
+      dense = static_cast<const std::uint8_t*>(
+                  mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)] != 0;
+      break;
+    case DenseKind::kKeepBits: {
+      // Word k / 64 of the row (strides count words), bit k % 64.
+      const std::uint64_t word = static_cast<const std::uint64_t*>(
+          mask.data)[Offset(mask.shape, mask.strides, b, h, q, 0) + k / 64];
+      dense = ((word >> (k % 64)) & 1) != 0;
+      break;
+    }
+    case DenseKind::kBias:
+      dense = bias_at(mask, scores, b, h, q, k) !=
+              -std::numeric_limits<float>::infinity();
+      break;
+  }
+  return valid && same_segment && (base || sink) && dense;
 }
 
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               std::size_t h, std::size_t q, std::size_t k) {
   (void)scores;
-  if (mask.kind != MaskKind::kBias) return 0.0f;
+  if (DenseKindOf(mask) != DenseKind::kBias) return 0.0f;
   return static_cast<const float*>(
       mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)];
 }
@@ -120,20 +181,28 @@ float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                 float fill) {
   const Shape4& s = scores.shape;
+  // A key the rules mask gets the fill; one they keep gets its bias added
+  // (a -inf bias gives -inf).
+  const bool has_bias = DenseKindOf(mask) == DenseKind::kBias;
+  MaskSpec rules = mask;
+  if (has_bias) {
+    if (rules.kind == MaskKind::kBias) rules.kind = MaskKind::kNone;
+    rules.dense = DenseKind::kNone;
+  }
   for (std::size_t r = rows.begin; r < rows.end; ++r) {
     const std::size_t b = r / (s.heads * s.q_len), h = (r / s.q_len) % s.heads,
                       q = r % s.q_len;
     for (std::size_t k = 0; k < s.k_len; ++k) {
       const std::size_t off = Offset(s, scores.strides, b, h, q, k);
-      if (mask.kind == MaskKind::kBias) {
+      if (!is_kept(rules, s, b, h, q, k)) {
+        Store(scores, off, fill);
+      } else if (has_bias) {
         // A -inf bias masks the key whatever the score (no inf - inf NaN).
         const float bias = bias_at(mask, s, b, h, q, k);
         Store(scores, off,
               bias == -std::numeric_limits<float>::infinity()
                   ? bias
                   : static_cast<float>(Load(scores, off)) + bias);
-      } else if (!is_kept(mask, s, b, h, q, k)) {
-        Store(scores, off, fill);
       }
     }
   }

@@ -6,9 +6,11 @@
 // Rows are loaded and stored as f32 vectors (src/row_convert-inl.h); partial
 // vectors (tails, and on AVX-512 the head before the first aligned vector)
 // are masked accesses where the target has them, stack buffers elsewhere.
-// Structured masks are handled as at most two kept key intervals per row
+// Mask rules are handled as at most three kept key intervals per row
 // (src/mask_rows.h): only those are read, the rest of the row is a constant
-// fill. Dense masks are read per element.
+// fill. Inside them, per-element rules (explicit key positions, segments,
+// dense keep masks) are decided into one byte per key of the row, and dense
+// masks and biases are read per element.
 
 #if defined(RLX_SRC_SCORE_KERNELS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SCORE_KERNELS_INL_H_
@@ -53,12 +55,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 // Dense mask sources read N lanes at key k of their row. Keep(...) gives the
 // kept lanes; Adjust(...) turns transformed scores into masked ones (-inf
 // where not kept, or + bias). Tail(...) copies `count` lanes into a zeroed
-// buffer (zero = masked for keep masks, no bias) and returns a source that
-// reads it at k = 0.
+// buffer of kTailVectors vectors (zero = masked for keep masks, no bias) and
+// returns a source that reads it at k = 0. kAdditive: whether Adjust adds
+// to kept scores (a bias), so that a row's maximum must be taken after it.
+constexpr std::size_t kTailVectors = 2;
 // Dense keep masks: f32 (kept iff m >= 0.5, so a NaN entry masks: fails
 // closed) or u8 (kept iff m != 0).
 template <typename M>
 struct KeepSource {
+  static constexpr bool kAdditive = false;
   const M* HWY_RESTRICT m;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
@@ -89,6 +94,7 @@ using KeepF32Source = KeepSource<float>;
 using KeepU8Source = KeepSource<std::uint8_t>;
 
 struct BiasSource {
+  static constexpr bool kAdditive = true;
   const float* HWY_RESTRICT bias;
   // A -inf bias masks its key whatever the score (+inf - inf would be NaN).
   template <class DF>
@@ -108,6 +114,7 @@ struct BiasSource {
 
 // Every key kept, no bias: None and the kept intervals of structured masks.
 struct NoSource {
+  static constexpr bool kAdditive = false;
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF, std::size_t, hn::Vec<DF> t) const {
     return t;
@@ -115,6 +122,35 @@ struct NoSource {
   template <class DF>
   HWY_INLINE NoSource Tail(DF, std::size_t, std::size_t, float*) const {
     return {};
+  }
+};
+
+// The per-element rules of a row (one byte per key, 1 = kept:
+// detail::RowKeepBytes) on top of another source: masked keys become -inf,
+// kept ones are adjusted by `inner` (a bias, or nothing).
+template <class Inner>
+struct KeptBytesSource {
+  static constexpr bool kAdditive = Inner::kAdditive;
+  const std::uint8_t* HWY_RESTRICT bytes;
+  Inner inner;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
+    return KeepU8Source{bytes}.Keep(df, k);
+  }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    return hn::IfThenElse(Keep(df, k), inner.Adjust(df, k, t),
+                          hn::Set(df, -std::numeric_limits<float>::infinity()));
+  }
+  // The inner source's tail takes the buffer's first vector, the bytes the
+  // second.
+  template <class DF>
+  HWY_INLINE KeptBytesSource Tail(DF df, std::size_t k, std::size_t count,
+                                  float* buffer) const {
+    auto* copy = reinterpret_cast<std::uint8_t*>(buffer + hn::MaxLanes(df));
+    std::memset(copy, 0, hn::MaxLanes(df));
+    std::memcpy(copy, bytes + k, count);
+    return {copy, inner.Tail(df, k, count, buffer)};
   }
 };
 
@@ -148,7 +184,7 @@ HWY_INLINE void ApplyKeepRow(DF df, const Source& src,
   std::size_t k = 0;
   for (; k + N <= n; k += N) ApplyKeepVector<kType>(df, src, k, s + k, fill);
   if (k < n) {
-    HWY_ALIGN float mask_buffer[hn::MaxLanes(df)];
+    HWY_ALIGN float mask_buffer[kTailVectors * hn::MaxLanes(df)];
     HWY_ALIGN Elem<kType> row_buffer[hn::MaxLanes(df)] = {};
     const std::size_t count = n - k;
     std::memcpy(row_buffer, s + k, count * sizeof(Elem<kType>));
@@ -167,7 +203,7 @@ HWY_INLINE void ApplyBiasRow(DF df, const BiasSource& src,
     StoreRow<kType>(df, src.Adjust(df, k, LoadRow<kType>(df, s + k)), s + k);
   }
   if (k < n) {
-    HWY_ALIGN float bias_buffer[hn::MaxLanes(df)];
+    HWY_ALIGN float bias_buffer[kTailVectors * hn::MaxLanes(df)];
     const std::size_t count = n - k;
     const auto v = LoadRowTail<kType>(df, s + k, count);
     StoreRowTail<kType>(
@@ -203,32 +239,55 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   const std::size_t n = shape.k_len;
   const Elem<kType> fill = ElemFromF32<kType>(fill_value);
   auto* base = static_cast<Elem<kType>*>(scores.data);
+  const detail::Rules rules = detail::RulesOf(mask);
+  std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  const auto* bias = static_cast<const float*>(mask.data);
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end;
        ++r, i = detail::NextRowIndex(shape, i)) {
     Elem<kType>* HWY_RESTRICT s =
         base + detail::RowOffset(shape, scores.strides, i);
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
-    switch (mask.kind) {
-      case MaskKind::kNone:
-        break;
-      case MaskKind::kKeepF32:
-        ApplyKeepRow<kType>(
-            df, KeepF32Source{static_cast<const float*>(mask.data) + m}, s, n,
-            fill);
-        break;
-      case MaskKind::kKeepU8:
-        ApplyKeepRow<kType>(
-            df, KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
-            s, n, fill);
-        break;
-      case MaskKind::kBias:
-        ApplyBiasRow<kType>(
-            df, BiasSource{static_cast<const float*>(mask.data) + m}, s, n);
-        break;
-      default:
-        FillMasked<kType>(
-            s, n, detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n), fill);
+    if (rules.dense_only) {
+      // No rule but a dense f32, u8 or bias part: the whole row, per
+      // element.
+      switch (rules.dense) {
+        case DenseKind::kKeepF32:
+          ApplyKeepRow<kType>(
+              df, KeepF32Source{static_cast<const float*>(mask.data) + m}, s, n,
+              fill);
+          continue;
+        case DenseKind::kKeepU8:
+          ApplyKeepRow<kType>(
+              df, KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
+              s, n, fill);
+          continue;
+        case DenseKind::kBias:
+          ApplyBiasRow<kType>(df, BiasSource{bias + m}, s, n);
+          continue;
+        case DenseKind::kKeepBits:  // per element, below
+        case DenseKind::kNone:      // not dense_only
+          break;
+      }
+    }
+    const KeptKeys kept =
+        detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
+    FillMasked<kType>(s, n, kept, fill);
+    if (rules.per_element) {
+      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
+                           keep_bytes.data());
+    }
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      const KeyInterval& iv = kept.intervals[j];
+      // The bias first: a key it lands on and the rules mask is filled next.
+      if (rules.dense == DenseKind::kBias) {
+        ApplyBiasRow<kType>(df, BiasSource{bias + m + iv.begin}, s + iv.begin,
+                            iv.size());
+      }
+      if (rules.per_element) {
+        ApplyKeepRow<kType>(df, KeepU8Source{keep_bytes.data() + iv.begin},
+                            s + iv.begin, iv.size(), fill);
+      }
     }
   }
 }
@@ -313,7 +372,7 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
   // `count` < N keys from k (the head before the first aligned vector, or
   // the tail); lanes past them repeat lane 0 of the running max: neutral.
   const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
-    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
     const auto v = value(LoadRowTail<kType>(df, seg.in + k, count),
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
     max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
@@ -425,7 +484,7 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
   // `count` < N keys from k (the head before the first aligned store, or
   // the tail); lanes past them are 0.
   const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
-    HWY_ALIGN float buffer[hn::MaxLanes(df)];
+    HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
     const auto e = hn::IfThenElseZero(
         hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
                                       src.Tail(df, k0 + k, count, buffer), 0));
@@ -484,7 +543,7 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
 template <ScoreType kType, class DF, class Source>
 HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
                         const Source& src, const SoftmaxOptions& options) {
-  constexpr bool kBias = std::is_same_v<Source, BiasSource>;
+  constexpr bool kBias = Source::kAdditive;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   auto max = hn::Set(df, kNegInf);
   for (std::size_t i = 0; i < count; ++i) {
@@ -528,7 +587,7 @@ template <ScoreType kType, class DF, class Source>
 HWY_NOINLINE bool KeptNaN(DF df, const Segment<kType>* segs, std::size_t count,
                           const Source& src, const SoftmaxOptions& options) {
   const std::size_t N = hn::Lanes(df);
-  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   for (std::size_t i = 0; i < count; ++i) {
     const Segment<kType>& seg = segs[i];
     for (std::size_t k = 0; k < seg.n; k += N) {
@@ -554,7 +613,7 @@ HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
                               const Source& src) {
   const std::size_t N = hn::Lanes(df);
   const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-  HWY_ALIGN float buffer[hn::MaxLanes(df)];
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   for (std::size_t i = 0; i < count; ++i) {
     for (std::size_t k = 0; k < segs[i].n; k += N) {
       const std::size_t n = std::min(N, segs[i].n - k);
@@ -569,17 +628,17 @@ HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
   }
 }
 
-// The whole softmax of one row over its kept segments (at most two; one
-// whole-row segment for None and dense masks). `work` holds exp values: the
-// output row itself for f32, a scratch row for 16-bit types. Masked keys
-// outside the segments are zero-filled by the caller.
+// The whole softmax of one row over its kept segments (at most
+// KeptKeys::kMaxIntervals; one whole-row segment for dense-only masks). `work`
+// holds exp values: the output row itself for f32, a scratch row for 16-bit
+// types. Masked keys outside the segments are zero-filled by the caller.
 template <ScoreType kType, class DF, class Source>
 HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
                                 std::size_t count, Elem<kType>* const* outs,
                                 const Source& src,
                                 const SoftmaxOptions& options,
                                 detail::RowPrefetch& prefetch) {
-  constexpr bool kBias = std::is_same_v<Source, BiasSource>;
+  constexpr bool kBias = Source::kAdditive;
   const float max = RowMax<kType>(df, segs, count, src, options);
   if (max == -std::numeric_limits<float>::infinity()) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
@@ -633,6 +692,26 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   }
 }
 
+// The dense part's address unit (its offsets count these) and row bytes.
+inline std::size_t DenseUnitBytes(DenseKind dense) {
+  switch (dense) {
+    case DenseKind::kKeepU8:
+      return 1;
+    case DenseKind::kKeepBits:
+      return sizeof(std::uint64_t);
+    case DenseKind::kKeepF32:
+    case DenseKind::kBias:
+    case DenseKind::kNone:
+      return sizeof(float);
+  }
+  return sizeof(float);
+}
+
+inline std::size_t DenseRowBytes(DenseKind dense, std::size_t n) {
+  return dense == DenseKind::kKeepBits ? (n + 63) / 64 * sizeof(std::uint64_t)
+                                       : n * DenseUnitBytes(dense);
+}
+
 template <ScoreType kType>
 void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                  const MaskSpec& mask, const SoftmaxOptions& options,
@@ -643,10 +722,12 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   const auto* in_base = static_cast<const Elem<kType>*>(in.data);
   auto* out_base = static_cast<Elem<kType>*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
+  const detail::Rules rules = detail::RulesOf(mask);
   // 16-bit rows keep their exp values in f32 scratch, not in the output.
   std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
-  const std::size_t mask_elem =
-      mask.kind == MaskKind::kKeepU8 ? 1 : sizeof(float);
+  std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  const auto* bias = static_cast<const float*>(mask.data);
+  const std::size_t mask_unit = DenseUnitBytes(rules.dense);
   const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
   detail::RowPrefetch prefetch;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
@@ -661,8 +742,11 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       work = scratch.data();
     }
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
-    // [0, n) for None and dense masks.
-    const KeptKeys kept = detail::KeptKeysOf(mask, i.b, i.q, shape.q_len, n);
+    // [0, n) for dense-only masks.
+    const KeptKeys kept =
+        rules.dense_only
+            ? KeptKeys{{KeyInterval{0, n}}, 1}
+            : detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
     // Prefetch the next row's input, output and dense mask row (unless
     // broadcast: this row's) over this row's exp steps.
     if (r + 1 == rows.end) {
@@ -671,53 +755,72 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       const detail::RowIndex next = detail::NextRowIndex(shape, i);
       const std::size_t next_m =
           detail::RowOffset(mask.shape, mask.strides, next);
-      const bool new_mask_row = detail::IsDense(mask.kind) && next_m != m;
+      const bool new_mask_row = rules.dense != DenseKind::kNone && next_m != m;
       const void* begin[] = {
           in_base + detail::RowOffset(shape, in.strides, next),
           out_base + detail::RowOffset(shape, out.strides, next),
-          static_cast<const char*>(mask.data) + next_m * mask_elem};
-      const std::size_t bytes[] = {n * sizeof(Elem<kType>),
-                                   n * sizeof(Elem<kType>),
-                                   new_mask_row ? n * mask_elem : 0};
+          static_cast<const char*>(mask.data) + next_m * mask_unit};
+      const std::size_t bytes[] = {
+          n * sizeof(Elem<kType>), n * sizeof(Elem<kType>),
+          new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
-    const Segment<kType> whole{s, work, 0, n};
-    switch (mask.kind) {
-      case MaskKind::kKeepF32:
-        SoftmaxSegments<kType>(
-            df, &whole, 1, &o,
-            KeepF32Source{static_cast<const float*>(mask.data) + m}, options,
-            prefetch);
-        break;
-      case MaskKind::kKeepU8:
-        SoftmaxSegments<kType>(
-            df, &whole, 1, &o,
-            KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
-            options, prefetch);
-        break;
-      case MaskKind::kBias:
-        SoftmaxSegments<kType>(
-            df, &whole, 1, &o,
-            BiasSource{static_cast<const float*>(mask.data) + m}, options,
-            prefetch);
-        break;
-      default: {
-        Segment<kType> segs[2];
-        Elem<kType>* outs[2];
-        for (std::size_t j = 0; j < kept.count; ++j) {
-          const KeyInterval& iv = kept.intervals[j];
-          segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size()};
-          outs[j] = o + iv.begin;
-        }
-        SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options,
-                               prefetch);
-        // The masked keys last (the fill never touches a kept key, so the
-        // order does not change a result): its stores then drain while the
-        // next row's max pass loads, instead of queueing in front of this
-        // row's exp stores.
-        FillMasked<kType>(o, n, kept, Elem<kType>{});
+    if (rules.dense_only) {
+      const Segment<kType> whole{s, work, 0, n};
+      switch (rules.dense) {
+        case DenseKind::kKeepF32:
+          SoftmaxSegments<kType>(
+              df, &whole, 1, &o,
+              KeepF32Source{static_cast<const float*>(mask.data) + m}, options,
+              prefetch);
+          continue;
+        case DenseKind::kKeepU8:
+          SoftmaxSegments<kType>(
+              df, &whole, 1, &o,
+              KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
+              options, prefetch);
+          continue;
+        case DenseKind::kBias:
+          SoftmaxSegments<kType>(df, &whole, 1, &o, BiasSource{bias + m},
+                                 options, prefetch);
+          continue;
+        case DenseKind::kKeepBits:  // per element, below
+        case DenseKind::kNone:      // not dense_only
+          break;
       }
     }
+    Segment<kType> segs[KeptKeys::kMaxIntervals];
+    Elem<kType>* outs[KeptKeys::kMaxIntervals];
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      const KeyInterval& iv = kept.intervals[j];
+      segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size()};
+      outs[j] = o + iv.begin;
+    }
+    if (rules.per_element) {
+      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
+                           keep_bytes.data());
+      if (rules.dense == DenseKind::kBias) {
+        SoftmaxSegments<kType>(
+            df, segs, kept.count, outs,
+            KeptBytesSource<BiasSource>{keep_bytes.data(), {bias + m}}, options,
+            prefetch);
+      } else {
+        SoftmaxSegments<kType>(df, segs, kept.count, outs,
+                               KeptBytesSource<NoSource>{keep_bytes.data(), {}},
+                               options, prefetch);
+      }
+    } else if (rules.dense == DenseKind::kBias) {
+      SoftmaxSegments<kType>(df, segs, kept.count, outs, BiasSource{bias + m},
+                             options, prefetch);
+    } else {
+      SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options,
+                             prefetch);
+    }
+    // The masked keys last (the fill never touches a kept key, so the
+    // order does not change a result): its stores then drain while the
+    // next row's max pass loads, instead of queueing in front of this
+    // row's exp stores.
+    FillMasked<kType>(o, n, kept, Elem<kType>{});
   }
 }
 

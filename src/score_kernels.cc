@@ -97,12 +97,95 @@ void CheckRows(const char* who, const Shape4& shape, RowRange rows) {
   }
 }
 
+const char* DenseName(DenseKind dense) {
+  switch (dense) {
+    case DenseKind::kNone:
+      return "none";
+    case DenseKind::kKeepF32:
+      return "f32 keep mask";
+    case DenseKind::kKeepU8:
+      return "u8 keep mask";
+    case DenseKind::kKeepBits:
+      return "bit keep mask";
+    case DenseKind::kBias:
+      return "bias";
+  }
+  return "?";
+}
+
+void CheckDense(const char* who, const MaskSpec& mask, DenseKind dense,
+                const Shape4& scores) {
+  if (mask.data == nullptr) {
+    Fail(who,
+         std::string("dense mask data is null (") + DenseName(dense) + ")");
+  }
+  const Shape4& m = mask.shape;
+  const auto fits = [](std::size_t mask_extent, std::size_t extent) {
+    return mask_extent == extent || mask_extent == 1;
+  };
+  if (!fits(m.batch, scores.batch) || !fits(m.heads, scores.heads) ||
+      !fits(m.q_len, scores.q_len) || m.k_len != scores.k_len) {
+    Fail(who, "mask shape " + ShapeString(m) +
+                  " does not broadcast to scores " + ShapeString(scores) +
+                  " (each extent must match or be 1; k_len must match)");
+  }
+  if (dense == DenseKind::kKeepBits) {
+    // Strides count 64-bit words: a row holds ceil(k_len / 64) of them.
+    const std::size_t words = m.k_len / 64 + (m.k_len % 64 != 0);
+    if (m.q_len > 1 && mask.strides.row < words) {
+      Fail(who,
+           "keep_bits row stride " + std::to_string(mask.strides.row) +
+               " words is below ceil(k_len / 64) = " + std::to_string(words) +
+               " for k_len " + std::to_string(m.k_len));
+    }
+    CheckTensorSize(who, "mask", Shape4{m.batch, m.heads, m.q_len, words},
+                    mask.strides, sizeof(std::uint64_t));
+    return;
+  }
+  if (m.q_len > 1 && mask.strides.row < m.k_len) {
+    Fail(who, "mask row stride " + std::to_string(mask.strides.row) +
+                  " is below k_len " + std::to_string(m.k_len));
+  }
+  CheckTensorSize(
+      who, "mask", m, mask.strides,
+      dense == DenseKind::kKeepU8 ? sizeof(std::uint8_t) : sizeof(float));
+}
+
+// The rules' extents are compared with int64 position differences: one
+// larger than INT64_MAX cannot be represented.
+void CheckRuleExtent(const char* who, const char* name, std::size_t value) {
+  if (value > static_cast<std::size_t>(INT64_MAX)) {
+    Fail(who, std::string(name) + " " + std::to_string(value) +
+                  " exceeds the largest position difference " +
+                  std::to_string(INT64_MAX));
+  }
+}
+
+bool IsMaskKind(MaskKind kind) {
+  switch (kind) {
+    case MaskKind::kNone:
+    case MaskKind::kCausal:
+    case MaskKind::kSlidingWindow:
+    case MaskKind::kDecode:
+    case MaskKind::kKeepF32:
+    case MaskKind::kKeepU8:
+    case MaskKind::kBias:
+    case MaskKind::kKeepBits:
+      return true;
+  }
+  return false;
+}
+
 void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
+  if (!IsMaskKind(mask.kind)) {
+    Fail(who, "mask kind " + std::to_string(static_cast<int>(mask.kind)) +
+                  " is not a MaskKind");
+  }
   switch (mask.kind) {
     case MaskKind::kNone:
     case MaskKind::kCausal:
     case MaskKind::kSlidingWindow:
-      return;
+      break;
     case MaskKind::kDecode:
       if (mask.past > mask.upper) {
         Fail(who, "decode mask past " + std::to_string(mask.past) +
@@ -113,33 +196,39 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                       " needs k_len upper + 1, but k_len is " +
                       std::to_string(scores.k_len));
       }
-      return;
+      break;
     case MaskKind::kKeepF32:
     case MaskKind::kKeepU8:
-    case MaskKind::kBias: {
-      if (mask.data == nullptr) Fail(who, "dense mask data is null");
-      const Shape4& m = mask.shape;
-      const auto fits = [](std::size_t mask_extent, std::size_t extent) {
-        return mask_extent == extent || mask_extent == 1;
-      };
-      if (!fits(m.batch, scores.batch) || !fits(m.heads, scores.heads) ||
-          !fits(m.q_len, scores.q_len) || m.k_len != scores.k_len) {
-        Fail(who, "mask shape " + ShapeString(m) +
-                      " does not broadcast to scores " + ShapeString(scores) +
-                      " (each extent must match or be 1; k_len must match)");
+    case MaskKind::kBias:
+    case MaskKind::kKeepBits:
+      if (mask.dense != DenseKind::kNone) {
+        Fail(who, std::string("a dense mask kind cannot take a second dense "
+                              "part (") +
+                      DenseName(mask.dense) + "): a mask has at most one");
       }
-      if (m.q_len > 1 && mask.strides.row < m.k_len) {
-        Fail(who, "mask row stride " + std::to_string(mask.strides.row) +
-                      " is below k_len " + std::to_string(m.k_len));
-      }
-      CheckTensorSize(who, "mask", m, mask.strides,
-                      mask.kind == MaskKind::kKeepU8 ? sizeof(std::uint8_t)
-                                                     : sizeof(float));
-      return;
-    }
+      break;
   }
-  Fail(who, "mask kind " + std::to_string(static_cast<int>(mask.kind)) +
-                " is not a MaskKind");
+  CheckRuleExtent(who, "window_keys", mask.window_keys);
+  CheckRuleExtent(who, "chunk", mask.chunk);
+  CheckRuleExtent(who, "sink_keys", mask.sink_keys);
+  if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
+    Fail(who, std::string("segments need both sides, but ") +
+                  (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
+                  " is null");
+  }
+  const DenseKind dense = detail::DenseOf(mask);
+  switch (dense) {
+    case DenseKind::kNone:
+      return;
+    case DenseKind::kKeepF32:
+    case DenseKind::kKeepU8:
+    case DenseKind::kKeepBits:
+    case DenseKind::kBias:
+      CheckDense(who, mask, dense, scores);
+      return;
+  }
+  Fail(who, "dense part " + std::to_string(static_cast<int>(dense)) +
+                " is not a DenseKind");
 }
 
 }  // namespace
@@ -163,13 +252,14 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   }
   // Only the row's own batch is known: a dense mask must hold that batch
   // (or broadcast over batches); any head count is fine.
-  const std::size_t batches =
-      detail::IsDense(mask.kind) && mask.shape.batch > batch_index
-          ? mask.shape.batch
-          : batch_index + 1;
-  const std::size_t heads = detail::IsDense(mask.kind) ? mask.shape.heads : 1;
+  const bool dense = detail::DenseOf(mask) != DenseKind::kNone;
+  const std::size_t batches = dense && mask.shape.batch > batch_index
+                                  ? mask.shape.batch
+                                  : batch_index + 1;
+  const std::size_t heads = dense ? mask.shape.heads : 1;
   CheckMask(kWho, mask, Shape4{batches, heads, q_len, k_len});
-  return detail::KeptKeysOf(mask, batch_index, q, q_len, k_len);
+  return detail::KeptKeysOf(mask, detail::RulesOf(mask), batch_index, q, q_len,
+                            k_len);
 }
 
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,

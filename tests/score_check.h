@@ -189,8 +189,9 @@ inline std::string ApplyMismatch(const ScoreView& got, const ScoreView& want,
           const auto* w =
               static_cast<const std::uint8_t*>(want.data) + off * es;
           if (std::memcmp(g, w, es) == 0) continue;
-          if (mask.kind == MaskKind::kBias && std::isnan(Get(got, off)) &&
-              std::isnan(Get(want, off))) {
+          if ((mask.kind == MaskKind::kBias ||
+               mask.dense == DenseKind::kBias) &&
+              std::isnan(Get(got, off)) && std::isnan(Get(want, off))) {
             continue;
           }
           return "element (" + std::to_string(b) + "," + std::to_string(h) +

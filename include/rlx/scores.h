@@ -77,28 +77,68 @@ enum class MaskKind : std::uint8_t {
   kKeepF32,        // dense keep mask, kept iff m >= 0.5f (NaN: masked)
   kKeepU8,         // dense keep mask, kept iff m != 0
   kBias,           // dense additive f32 bias (-inf masks a key)
+  kKeepBits,       // dense bit-packed keep mask: bit k % 64 of word k / 64
 };
 
-// How scores are masked. Structured kinds (Causal, SlidingWindow, Decode) are
-// computed per row as at most two kept key intervals, never materialised;
-// dense kinds (Keep*, Bias) read a tensor whose extents are each either the
-// score tensor's or 1 (broadcast; its stride is then ignored), with k_len
-// always the scores' k_len. RLX passes keep masks as [batch, 1, 1, k_len].
+// The dense part of a mask: the dense kinds above, or a dense part added on
+// top of a structured kind's rules (with_keep, with_keep_bits, with_bias).
+enum class DenseKind : std::uint8_t {
+  kNone,
+  kKeepF32,
+  kKeepU8,
+  kKeepBits,
+  kBias
+};
+
+// How scores are masked (DESIGN.md, "Mask rules over logical positions").
 //
-// SlidingWindow(w) keeps the w keys before the query and the query itself
-// (w + 1 keys): RLX's convention. llama.cpp, gemma.cpp and ONNX Runtime count
-// the query in their window W; pass w = W - 1 for theirs.
+// Every query row and key slot has a logical position: by default
+// p_q = query_offset(b) + q and p_k = k; with_positions overrides either
+// (k_position < 0 marks an empty slot). Decode is the layout p_k = k for
+// k < past, the new token at slot upper with p_k = past, slots [past, upper)
+// empty, p_q = past. A key is kept iff
+//   valid AND same_segment AND (base OR sink) AND dense,
+//   base = (causal OR prefix) AND window AND chunk,
+// causal (Causal, SlidingWindow, Decode): p_k <= p_q; prefix: p_q < P and
+// p_k < P; window (W > 0): p_q - p_k < W; chunk (C > 0): floor(p_k / C) ==
+// floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q; same_segment: equal
+// segment ids; dense: the keep mask keeps it (a bias adds to kept scores).
+// An absent rule constrains nothing (an absent sink or prefix adds nothing).
+//
+// SlidingWindow(w) keeps the w keys before the query and the query itself:
+// it is causal with window_keys W = w + 1 (llama.cpp, gemma.cpp, vLLM and
+// ONNX Runtime count the query in their window W: with_window_keys(W) is
+// theirs). The Decode window w is W = w + 1 likewise.
+//
+// Dense parts read a tensor whose extents are each either the score
+// tensor's or 1 (broadcast; its stride is then ignored), with k_len always
+// the scores' k_len. RLX passes keep masks as [batch, 1, 1, k_len]. A mask has
+// at most one dense part.
+//
+// Rows whose kept set is a few key intervals (implicit key positions, no
+// segments, no dense part) are computed from those intervals alone; explicit
+// key positions, segments and dense parts are evaluated per element.
 struct MaskSpec {
   MaskKind kind = MaskKind::kNone;
   std::size_t window = 0;           // kSlidingWindow, kDecode
   std::size_t past = 0, upper = 0;  // kDecode: requires k_len == upper + 1
-  const void* data = nullptr;       // dense kinds
-  Shape4 shape;                     // dense kinds: extents, 1 = broadcast
-  Strides3 strides;                 // dense kinds: element strides
+  const void* data = nullptr;       // the dense part
+  Shape4 shape;                     // dense part: extents, 1 = broadcast
+  Strides3 strides;                 // dense part: element (bits: word) strides
   // Optional per-batch absolute position of query row 0 (batch entries);
-  // nullptr means k_len - q_len for every batch. Used by Causal and
-  // SlidingWindow; may be negative (rows before key 0 keep nothing).
+  // nullptr means k_len - q_len for every batch. May be negative.
   const std::int64_t* query_offsets = nullptr;
+  // The rules (v2); 0 / nullptr = absent.
+  std::size_t window_keys = 0;               // W, counting the query
+  std::size_t chunk = 0;                     // C
+  std::size_t sink_keys = 0;                 // S
+  const std::int64_t* prefix_end = nullptr;  // [batch]
+  const std::int32_t* q_segment = nullptr;   // [batch, q_len]
+  const std::int32_t* k_segment = nullptr;   // [batch, k_len]
+  const std::int64_t* q_position = nullptr;  // [batch, q_len]
+  const std::int64_t* k_position = nullptr;  // [batch, k_len]
+  // The dense part on top of a structured kind (the dense kinds use `kind`).
+  DenseKind dense = DenseKind::kNone;
 
   static MaskSpec none() { return {}; }
   static MaskSpec causal() { return of(MaskKind::kCausal); }
@@ -117,13 +157,18 @@ struct MaskSpec {
   }
   // Contiguous dense masks of the given extents (1 = broadcast).
   static MaskSpec keep(const float* m, const Shape4& shape) {
-    return dense(MaskKind::kKeepF32, m, shape);
+    return dense_of(MaskKind::kKeepF32, m, shape);
   }
   static MaskSpec keep(const std::uint8_t* m, const Shape4& shape) {
-    return dense(MaskKind::kKeepU8, m, shape);
+    return dense_of(MaskKind::kKeepU8, m, shape);
   }
   static MaskSpec bias(const float* b, const Shape4& shape) {
-    return dense(MaskKind::kBias, b, shape);
+    return dense_of(MaskKind::kBias, b, shape);
+  }
+  // A row is ceil(k_len / 64) words (contiguous layout), key k is bit k % 64
+  // of word k / 64; strides, when given, count words.
+  static MaskSpec keep_bits(const std::uint64_t* words, const Shape4& shape) {
+    return dense_of(MaskKind::kKeepBits, words, shape);
   }
   // Same as above with explicit strides.
   MaskSpec with_strides(const Strides3& s) const {
@@ -136,6 +181,65 @@ struct MaskSpec {
     copy.query_offsets = offsets;
     return copy;
   }
+  // The rules: each returns a modified copy.
+  MaskSpec with_window_keys(std::size_t W) const {
+    MaskSpec copy = *this;
+    copy.window_keys = W;
+    return copy;
+  }
+  MaskSpec with_chunk(std::size_t C) const {
+    MaskSpec copy = *this;
+    copy.chunk = C;
+    return copy;
+  }
+  MaskSpec with_sink_keys(std::size_t S) const {
+    MaskSpec copy = *this;
+    copy.sink_keys = S;
+    return copy;
+  }
+  MaskSpec with_prefix(const std::int64_t* prefix_end_per_batch) const {
+    MaskSpec copy = *this;
+    copy.prefix_end = prefix_end_per_batch;
+    return copy;
+  }
+  MaskSpec with_segments(const std::int32_t* q_segments,
+                         const std::int32_t* k_segments) const {
+    MaskSpec copy = *this;
+    copy.q_segment = q_segments;
+    copy.k_segment = k_segments;
+    return copy;
+  }
+  // Either may be null (that side keeps its implicit positions).
+  MaskSpec with_positions(const std::int64_t* q_positions,
+                          const std::int64_t* k_positions) const {
+    MaskSpec copy = *this;
+    copy.q_position = q_positions;
+    copy.k_position = k_positions;
+    return copy;
+  }
+  // A dense part on top of the rules (contiguous; with_strides after it sets
+  // its strides).
+  MaskSpec with_keep(const float* m, const Shape4& shape) const {
+    return with_dense(DenseKind::kKeepF32, m, shape);
+  }
+  MaskSpec with_keep(const std::uint8_t* m, const Shape4& shape) const {
+    return with_dense(DenseKind::kKeepU8, m, shape);
+  }
+  MaskSpec with_keep_bits(const std::uint64_t* words,
+                          const Shape4& shape) const {
+    return with_dense(DenseKind::kKeepBits, words, shape);
+  }
+  MaskSpec with_bias(const float* b, const Shape4& shape) const {
+    return with_dense(DenseKind::kBias, b, shape);
+  }
+
+  // The contiguous strides of a dense part of `shape`: a keep_bits row is
+  // ceil(k_len / 64) words.
+  static Strides3 dense_strides(DenseKind kind, const Shape4& shape) {
+    if (kind != DenseKind::kKeepBits) return Strides3::contiguous(shape);
+    const std::size_t row = shape.k_len / 64 + (shape.k_len % 64 != 0);
+    return {shape.heads * shape.q_len * row, shape.q_len * row, row};
+  }
 
  private:
   static MaskSpec of(MaskKind kind) {
@@ -143,12 +247,40 @@ struct MaskSpec {
     m.kind = kind;
     return m;
   }
-  static MaskSpec dense(MaskKind kind, const void* data, const Shape4& shape) {
+  static DenseKind DenseOfKind(MaskKind kind) {
+    switch (kind) {
+      case MaskKind::kKeepF32:
+        return DenseKind::kKeepF32;
+      case MaskKind::kKeepU8:
+        return DenseKind::kKeepU8;
+      case MaskKind::kKeepBits:
+        return DenseKind::kKeepBits;
+      case MaskKind::kBias:
+        return DenseKind::kBias;
+      case MaskKind::kNone:
+      case MaskKind::kCausal:
+      case MaskKind::kSlidingWindow:
+      case MaskKind::kDecode:
+        return DenseKind::kNone;
+    }
+    return DenseKind::kNone;
+  }
+  static MaskSpec dense_of(MaskKind kind, const void* data,
+                           const Shape4& shape) {
     MaskSpec m = of(kind);
     m.data = data;
     m.shape = shape;
-    m.strides = Strides3::contiguous(shape);
+    m.strides = dense_strides(DenseOfKind(kind), shape);
     return m;
+  }
+  MaskSpec with_dense(DenseKind kind, const void* data,
+                      const Shape4& shape) const {
+    MaskSpec copy = *this;
+    copy.dense = kind;
+    copy.data = data;
+    copy.shape = shape;
+    copy.strides = dense_strides(kind, shape);
+    return copy;
   }
 };
 
@@ -159,10 +291,14 @@ struct KeyInterval {
   friend bool operator==(const KeyInterval&, const KeyInterval&) = default;
 };
 
-// The keys a row may attend to: at most two sorted, disjoint, non-empty
-// intervals (Decode keeps [lo, past) and {upper}); count 0 = fully masked.
+// The keys a row may attend to: at most three sorted, disjoint, non-empty
+// intervals (the sink keys, the base rules' keys, the Decode token); count 0
+// = fully masked. Exact for rows whose keys all have implicit positions and
+// no segments or dense part; otherwise a superset that the per-element rules
+// narrow.
 struct KeptKeys {
-  std::array<KeyInterval, 2> intervals{};
+  static constexpr std::size_t kMaxIntervals = 3;
+  std::array<KeyInterval, kMaxIntervals> intervals{};
   std::size_t count = 0;
   std::size_t size() const {
     std::size_t n = 0;

@@ -1,0 +1,578 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The mask rules over logical positions (DESIGN.md, "Mask rules over logical
+// positions"): every kernel and kept_keys against the per-element oracle on
+// random combinations of every rule, and cases written from the peers' own
+// definitions (llama.cpp's SWA and chunked SWA, Llama 4 chunks, Gemma 3
+// prefixes, StreamingLLM, ring and paged KV caches, packed documents).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rlx/score_kernels.h"
+#include "rlx/scores.h"
+#include "src/reference.h"
+#include "tests/error_of.h"
+#include "tests/per_target.h"
+#include "tests/score_check.h"
+
+namespace rlx {
+namespace {
+
+using ::rlx::testing::ErrorOf;
+using ::testing::HasSubstr;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// A MaskSpec with every array it points to.
+struct RuleMask {
+  MaskSpec mask;
+  std::vector<std::int64_t> query_offsets, prefix_end, q_position, k_position;
+  std::vector<std::int32_t> q_segment, k_segment;
+  std::vector<float> keep_f32, bias;
+  std::vector<std::uint8_t> keep_u8;
+  std::vector<std::uint64_t> keep_bits;
+  std::string name;
+};
+
+// A dense part's extents: each of the scores' or 1 (broadcast).
+Shape4 DenseShape(std::mt19937_64& rng, const Shape4& s) {
+  const auto pick = [&](std::size_t extent) {
+    return rng() % 2 ? extent : std::size_t{1};
+  };
+  return {pick(s.batch), pick(s.heads), pick(s.q_len), s.k_len};
+}
+
+// A random combination of the rules (and of the kinds they sit on) for
+// scores of shape `s`. `rm` must not move afterwards (the mask points into
+// it).
+void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
+  const auto chance = [&](int percent) {
+    return static_cast<int>(rng() % 100) < percent;
+  };
+  const auto below = [&](std::size_t n) { return n == 0 ? 0 : rng() % n; };
+  const std::int64_t n = static_cast<std::int64_t>(s.k_len);
+  const auto position = [&](std::int64_t lo, std::int64_t hi) {
+    return lo + static_cast<std::int64_t>(rng() % (hi - lo + 1));
+  };
+  std::string& name = rm.name;
+  MaskSpec& m = rm.mask;
+  switch (rng() % 8) {
+    case 0:
+      m = MaskSpec::none(), name = "none";
+      break;
+    case 1:
+    case 2:
+      m = MaskSpec::causal(), name = "causal";
+      break;
+    case 3: {
+      const std::size_t w = below(s.k_len + 2);
+      m = MaskSpec::sliding_window(w),
+      name = "sliding_window(" + std::to_string(w) + ")";
+      break;
+    }
+    case 4: {
+      const std::size_t upper = s.k_len - 1, past = below(upper + 1);
+      const std::size_t w = chance(50) ? 0 : below(s.k_len + 1);
+      m = MaskSpec::decode(past, upper, w);
+      name = "decode(" + std::to_string(past) + "," + std::to_string(upper) +
+             "," + std::to_string(w) + ")";
+      break;
+    }
+    case 5:
+      rm.keep_u8.resize(s.batch * s.heads * s.q_len * s.k_len);
+      for (auto& v : rm.keep_u8) v = chance(70) ? 1 : 0;
+      m = MaskSpec::keep(rm.keep_u8.data(), s), name = "keep_u8";
+      break;
+    case 6: {
+      const Shape4 ds = DenseShape(rng, s);
+      rm.bias.resize(ds.batch * ds.heads * ds.q_len * ds.k_len);
+      for (auto& v : rm.bias) {
+        v = chance(15) ? -kInf : static_cast<float>(rng() % 9) - 4.0f;
+      }
+      m = MaskSpec::bias(rm.bias.data(), ds), name = "bias";
+      break;
+    }
+    default: {
+      const Shape4 ds = DenseShape(rng, s);
+      const std::size_t words = (s.k_len + 63) / 64;
+      rm.keep_bits.resize(ds.batch * ds.heads * ds.q_len * words);
+      for (auto& v : rm.keep_bits) v = rng() & rng();
+      m = MaskSpec::keep_bits(rm.keep_bits.data(), ds), name = "keep_bits";
+    }
+  }
+  if (chance(30)) {
+    rm.query_offsets.resize(s.batch);
+    for (auto& v : rm.query_offsets) v = position(-n, n);
+    m = m.with_query_offsets(rm.query_offsets.data());
+    name += "+query_offsets";
+  }
+  if (chance(35)) {
+    const std::size_t w = 1 + below(s.k_len + 1);
+    m = m.with_window_keys(w),
+    name += "+window_keys(" + std::to_string(w) + ")";
+  }
+  if (chance(35)) {
+    const std::size_t c = 1 + below(s.k_len + 1);
+    m = m.with_chunk(c), name += "+chunk(" + std::to_string(c) + ")";
+  }
+  if (chance(30)) {
+    const std::size_t sk = 1 + below(4);
+    m = m.with_sink_keys(sk), name += "+sink_keys(" + std::to_string(sk) + ")";
+  }
+  if (chance(25)) {
+    rm.prefix_end.resize(s.batch);
+    for (auto& v : rm.prefix_end) v = position(-2, n + 2);
+    m = m.with_prefix(rm.prefix_end.data()), name += "+prefix";
+  }
+  if (chance(30)) {
+    rm.q_segment.resize(s.batch * s.q_len);
+    rm.k_segment.resize(s.batch * s.k_len);
+    for (auto& v : rm.q_segment) v = static_cast<std::int32_t>(rng() % 3);
+    for (auto& v : rm.k_segment) v = static_cast<std::int32_t>(rng() % 3);
+    m = m.with_segments(rm.q_segment.data(), rm.k_segment.data());
+    name += "+segments";
+  }
+  const bool q_pos = chance(25), k_pos = chance(25);
+  if (q_pos) {
+    rm.q_position.resize(s.batch * s.q_len);
+    for (auto& v : rm.q_position) v = position(-3, n + 3);
+  }
+  if (k_pos) {
+    rm.k_position.resize(s.batch * s.k_len);
+    for (auto& v : rm.k_position) v = chance(15) ? -1 : position(0, n + 3);
+  }
+  if (q_pos || k_pos) {
+    m = m.with_positions(q_pos ? rm.q_position.data() : nullptr,
+                         k_pos ? rm.k_position.data() : nullptr);
+    name += std::string("+positions(") + (q_pos ? "q" : "") +
+            (k_pos ? "k" : "") + ")";
+  }
+  // A dense part on top of a structured kind.
+  const bool dense_kind = m.kind == MaskKind::kKeepU8 ||
+                          m.kind == MaskKind::kBias ||
+                          m.kind == MaskKind::kKeepBits;
+  if (!dense_kind && chance(35)) {
+    const Shape4 ds = DenseShape(rng, s);
+    const std::size_t elems = ds.batch * ds.heads * ds.q_len * ds.k_len;
+    switch (rng() % 4) {
+      case 0:
+        rm.keep_f32.resize(elems);
+        for (auto& v : rm.keep_f32) {
+          v = chance(5) ? std::nanf("") : chance(70) ? 1.0f : 0.0f;
+        }
+        m = m.with_keep(rm.keep_f32.data(), ds), name += "+keep_f32";
+        break;
+      case 1:
+        rm.keep_u8.resize(elems);
+        for (auto& v : rm.keep_u8) v = chance(70) ? 3 : 0;
+        m = m.with_keep(rm.keep_u8.data(), ds), name += "+keep_u8";
+        break;
+      case 2: {
+        const std::size_t words = (s.k_len + 63) / 64;
+        rm.keep_bits.resize(ds.batch * ds.heads * ds.q_len * words);
+        for (auto& v : rm.keep_bits) v = rng() | rng();
+        m = m.with_keep_bits(rm.keep_bits.data(), ds), name += "+keep_bits";
+        break;
+      }
+      default:
+        rm.bias.resize(elems);
+        for (auto& v : rm.bias) {
+          v = chance(10) ? -kInf : static_cast<float>(rng() % 7) - 3.0f;
+        }
+        m = m.with_bias(rm.bias.data(), ds), name += "+bias";
+    }
+  }
+}
+
+bool RulesOnlyImplicit(const MaskSpec& m) {
+  return m.k_position == nullptr && m.q_segment == nullptr &&
+         m.dense == DenseKind::kNone &&
+         (m.kind == MaskKind::kNone || m.kind == MaskKind::kCausal ||
+          m.kind == MaskKind::kSlidingWindow || m.kind == MaskKind::kDecode);
+}
+
+// kept_keys of every row: sorted, disjoint, non-empty intervals holding
+// every kept key, and nothing else where the rules are interval-exact.
+std::string KeptKeysMismatch(const MaskSpec& mask, const Shape4& s) {
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t q = 0; q < s.q_len; ++q) {
+      const KeptKeys kept = kept_keys(mask, b, q, s.q_len, s.k_len);
+      const std::string row =
+          "row (" + std::to_string(b) + "," + std::to_string(q) + ")";
+      if (kept.count > KeptKeys::kMaxIntervals) return row + ": count";
+      std::vector<bool> in(s.k_len, false);
+      for (std::size_t i = 0; i < kept.count; ++i) {
+        const KeyInterval& iv = kept.intervals[i];
+        if (iv.begin >= iv.end || iv.end > s.k_len ||
+            (i > 0 && kept.intervals[i - 1].end >= iv.begin)) {
+          return row + ": interval " + std::to_string(i) + " is [" +
+                 std::to_string(iv.begin) + ", " + std::to_string(iv.end) + ")";
+        }
+        for (std::size_t k = iv.begin; k < iv.end; ++k) in[k] = true;
+      }
+      for (std::size_t h = 0; h < s.heads; ++h) {
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const bool kept_here = reference::is_kept(mask, s, b, h, q, k);
+          if (kept_here && !in[k]) {
+            return row + ": kept key " + std::to_string(k) +
+                   " outside the intervals";
+          }
+          if (!kept_here && in[k] && RulesOnlyImplicit(mask)) {
+            return row + ": masked key " + std::to_string(k) +
+                   " inside exact intervals";
+          }
+        }
+      }
+    }
+  }
+  return "";
+}
+
+// apply_mask and masked_softmax (in place, full and partial row ranges) on
+// strided, misaligned views of every row type, against the oracle.
+std::string KernelMismatch(const RuleMask& rm, const Shape4& s,
+                           std::mt19937_64& rng) {
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    testing::Tensor t = testing::MakeTensor(type, s, rng() % 3, rng() % 3);
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t h = 0; h < s.heads; ++h)
+        for (std::size_t q = 0; q < s.q_len; ++q)
+          for (std::size_t k = 0; k < s.k_len; ++k) {
+            testing::Set(t.view, testing::Offset(t.view, b, h, q, k),
+                         static_cast<float>(rng() % 2001) / 100.0f - 10.0f);
+          }
+    const std::string where =
+        std::string(testing::TypeName(type)) + " " + rm.name + ": ";
+    const RowRange all = RowRange::all(s);
+    const std::size_t first = rng() % (all.end + 1);
+    const RowRange part{first, first + rng() % (all.end - first + 1)};
+    for (const RowRange rows : {all, part}) {
+      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      // apply_mask with a finite fill, so that bits compare exactly.
+      ScoreView got = testing::SameViewIn(t, got_bytes);
+      ScoreView want = testing::SameViewIn(t, want_bytes);
+      apply_mask(got, rm.mask, rows, -1e9f);
+      reference::apply_mask(want, rm.mask, rows, -1e9f);
+      std::string e = testing::ApplyMismatch(got, want, rm.mask);
+      if (!e.empty()) return where + "apply_mask " + e;
+      // masked_softmax with scale and (sometimes) softcap.
+      const SoftmaxOptions options{.scale = 0.5f,
+                                   .softcap = rng() % 2 ? 0.0f : 5.0f};
+      got = testing::SameViewIn(t, got_bytes);
+      want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, rm.mask, options, rows);
+      reference::masked_softmax(want, want, rm.mask, options, rows);
+      if (rows.begin == all.begin && rows.end == all.end) {
+        e = testing::SoftmaxMismatch(before, got, want, rm.mask, options);
+        if (!e.empty()) return where + "masked_softmax " + e;
+      } else {
+        // Rows outside the range keep their scores, bit for bit.
+        const std::size_t es = testing::ElemSize(type);
+        for (std::size_t r = 0; r < all.end; ++r) {
+          if (r >= rows.begin && r < rows.end) continue;
+          const std::size_t b = r / (s.heads * s.q_len),
+                            h = (r / s.q_len) % s.heads, q = r % s.q_len;
+          const std::size_t off = testing::Offset(got, b, h, q, 0) * es;
+          if (std::memcmp(static_cast<const std::uint8_t*>(got.data) + off,
+                          static_cast<const std::uint8_t*>(before.data) + off,
+                          s.k_len * es) != 0) {
+            return where + "masked_softmax wrote row " + std::to_string(r) +
+                   " outside rows [" + std::to_string(rows.begin) + ", " +
+                   std::to_string(rows.end) + ")";
+          }
+        }
+      }
+      // Gaps and the bytes around the view keep their sentinel.
+      testing::Tensor g;
+      g.bytes = got_bytes;
+      g.view = got;
+      g.view.data =
+          g.bytes.data() +
+          (static_cast<const std::uint8_t*>(got.data) - got_bytes.data());
+      e = testing::UntouchedOutside(g, g.view);
+      if (!e.empty()) return where + e;
+    }
+  }
+  return "";
+}
+
+class MaskRulesTest : public testing::PerTargetTest {};
+RLX_INSTANTIATE_PER_TARGET(MaskRulesTest);
+
+// Small shapes, every rule and combination drawn at random, every kernel
+// and row type against the oracle; kept_keys against it too.
+TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleOnSmallShapes) {
+  std::mt19937_64 rng(20261130);
+  const int iterations = testing::ScaledIterations(1500);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 2, 1 + rng() % 4, 1 + rng() % 12};
+    RuleMask rm;
+    RandomRules(rng, s, rm);
+    const std::string shape =
+        " shape [" + std::to_string(s.batch) + "," + std::to_string(s.heads) +
+        "," + std::to_string(s.q_len) + "," + std::to_string(s.k_len) +
+        "] iteration " + std::to_string(it);
+    ASSERT_EQ(KeptKeysMismatch(rm.mask, s), "") << rm.name << shape;
+    ASSERT_EQ(KernelMismatch(rm, s, rng), "") << shape;
+  }
+}
+
+// Longer rows: vector bodies, tails and several intervals per row.
+TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleOnLongRows) {
+  std::mt19937_64 rng(7);
+  const int iterations = testing::ScaledIterations(60);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 2, 1 + rng() % 3,
+                   40 + rng() % 300};
+    RuleMask rm;
+    RandomRules(rng, s, rm);
+    ASSERT_EQ(KeptKeysMismatch(rm.mask, s), "") << rm.name;
+    ASSERT_EQ(KernelMismatch(rm, s, rng), "") << "iteration " << it;
+  }
+}
+
+// The keys each query row keeps under `mask`, read back from apply_mask
+// over zero scores (kept stays 0, masked becomes -inf), row q of batch b.
+std::vector<std::vector<int>> KeptSets(const MaskSpec& mask, const Shape4& s,
+                                       std::size_t b = 0) {
+  std::vector<float> scores(s.batch * s.heads * s.q_len * s.k_len, 0.0f);
+  apply_mask(ScoreView::f32(scores.data(), s), mask);
+  std::vector<std::vector<int>> sets(s.q_len);
+  for (std::size_t q = 0; q < s.q_len; ++q) {
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      if (scores[(b * s.heads * s.q_len + q) * s.k_len + k] == 0.0f) {
+        sets[q].push_back(static_cast<int>(k));
+      }
+    }
+  }
+  return sets;
+}
+
+// The sets a predicate written from a peer's definition keeps.
+std::vector<std::vector<int>> SetsOf(
+    std::size_t q_len, std::size_t k_len,
+    const std::function<bool(std::size_t q, std::size_t k)>& kept) {
+  std::vector<std::vector<int>> sets(q_len);
+  for (std::size_t q = 0; q < q_len; ++q) {
+    for (std::size_t k = 0; k < k_len; ++k) {
+      if (kept(q, k)) sets[q].push_back(static_cast<int>(k));
+    }
+  }
+  return sets;
+}
+
+// llama.cpp, LLAMA_SWA_TYPE_STANDARD: is_masked_swa(p0, p1) = p1 - p0 >=
+// n_swa (p0 the key's position, p1 the query's), on top of causal.
+TEST_P(MaskRulesTest, LlamaCppStandardSlidingWindow) {
+  const std::size_t n_swa = 4, n = 11;
+  const auto want = SetsOf(n, n, [&](std::size_t p1, std::size_t p0) {
+    const bool causal_masked = p0 > p1;
+    const bool swa_masked = static_cast<long>(p1) - static_cast<long>(p0) >=
+                            static_cast<long>(n_swa);
+    return !causal_masked && !swa_masked;
+  });
+  EXPECT_EQ(KeptSets(MaskSpec::causal().with_window_keys(n_swa), {1, 1, n, n}),
+            want);
+  // RLX's sliding_window(w) is the same mask with w = n_swa - 1.
+  EXPECT_EQ(KeptSets(MaskSpec::sliding_window(n_swa - 1), {1, 1, n, n}), want);
+}
+
+// llama.cpp, LLAMA_SWA_TYPE_CHUNKED: masked if p0 < (p1 / n_swa) * n_swa;
+// Llama 4's attention_chunk_size the same. A query at the first position
+// of a chunk sees itself alone.
+TEST_P(MaskRulesTest, LlamaCppChunkedAndLlama4ChunkBoundaries) {
+  const std::size_t chunk = 4, n = 13;
+  const auto want = SetsOf(n, n, [&](std::size_t p1, std::size_t p0) {
+    return p0 <= p1 && p0 >= (p1 / chunk) * chunk;
+  });
+  const auto got = KeptSets(MaskSpec::causal().with_chunk(chunk), {1, 1, n, n});
+  EXPECT_EQ(got, want);
+  EXPECT_EQ(got[8], (std::vector<int>{8}));           // first of chunk 2
+  EXPECT_EQ(got[7], (std::vector<int>{4, 5, 6, 7}));  // last of chunk 1
+  // Decode of a Llama 4 chunked layer: 10 past keys, the new token at
+  // position 10 is in chunk [8, 12): it sees 8, 9 and itself (slot upper).
+  const auto decode =
+      KeptSets(MaskSpec::decode(10, 15).with_chunk(chunk), {1, 1, 1, 16});
+  EXPECT_EQ(decode[0], (std::vector<int>{8, 9, 15}));
+}
+
+// Gemma 3 / PaliGemma: the image prefix is bidirectional, the text after it
+// causal.
+TEST_P(MaskRulesTest, Gemma3BidirectionalPrefix) {
+  const std::size_t n = 9;
+  const std::int64_t prefix = 4;
+  const auto want = SetsOf(n, n, [&](std::size_t q, std::size_t k) {
+    const bool in_prefix = static_cast<std::int64_t>(q) < prefix &&
+                           static_cast<std::int64_t>(k) < prefix;
+    return k <= q || in_prefix;
+  });
+  EXPECT_EQ(KeptSets(MaskSpec::causal().with_prefix(&prefix), {1, 1, n, n}),
+            want);
+  // Gemma 3's sliding layers: the prefix is still seen within the window.
+  const auto windowed =
+      KeptSets(MaskSpec::causal().with_prefix(&prefix).with_window_keys(3),
+               {1, 1, n, n});
+  // Later prefix keys are at negative distance, inside the window.
+  EXPECT_EQ(windowed[0], (std::vector<int>{0, 1, 2, 3}));  // p_q - p_k < 3
+  EXPECT_EQ(windowed[6], (std::vector<int>{4, 5, 6}));
+}
+
+// StreamingLLM: 4 attention-sink tokens plus a window of recent tokens.
+TEST_P(MaskRulesTest, StreamingLlmSinksAndWindow) {
+  const std::size_t n = 20, sinks = 4, window = 5;
+  const auto want = SetsOf(n, n, [&](std::size_t q, std::size_t k) {
+    return k <= q && (k < sinks || q - k < window);
+  });
+  EXPECT_EQ(KeptSets(MaskSpec::causal().with_window_keys(window).with_sink_keys(
+                         sinks),
+                     {1, 1, n, n}),
+            want);
+  // Decode with a window w = 4 (W = 5) and sinks: [0, 4), [past - 4, past)
+  // and the new token.
+  const auto decode =
+      KeptSets(MaskSpec::decode(30, 39, window - 1).with_sink_keys(sinks),
+               {1, 1, 1, 40});
+  EXPECT_EQ(decode[0], (std::vector<int>{0, 1, 2, 3, 26, 27, 28, 29, 39}));
+  const KeptKeys kept = kept_keys(
+      MaskSpec::decode(30, 39, window - 1).with_sink_keys(sinks), 0, 0, 1, 40);
+  EXPECT_EQ(
+      kept,
+      (KeptKeys{{KeyInterval{0, 4}, KeyInterval{26, 30}, KeyInterval{39, 40}},
+                3}));
+}
+
+// A ring-buffer KV cache of 8 slots that has wrapped: token p sits in slot
+// p % 8; after 12 tokens the slots hold positions 8 9 10 11 4 5 6 7.
+TEST_P(MaskRulesTest, RingBufferThatHasWrapped) {
+  const std::vector<std::int64_t> k_pos = {8, 9, 10, 11, 4, 5, 6, 7};
+  const std::int64_t q_pos = 11;
+  const MaskSpec mask = MaskSpec::causal()
+                            .with_positions(&q_pos, k_pos.data())
+                            .with_window_keys(6);  // positions 6..11
+  EXPECT_EQ(KeptSets(mask, {1, 1, 1, 8})[0],
+            (std::vector<int>{0, 1, 2, 3, 6, 7}));
+}
+
+// A paged cache: blocks of 2 slots in shuffled order, one block empty.
+TEST_P(MaskRulesTest, PagedCacheWithShuffledBlocks) {
+  const std::vector<std::int64_t> k_pos = {4, 5, -1, -1, 0, 1, 2, 3, 6, -1};
+  const std::int64_t q_pos = 6;
+  const auto causal = KeptSets(
+      MaskSpec::causal().with_positions(&q_pos, k_pos.data()), {1, 1, 1, 10});
+  EXPECT_EQ(causal[0], (std::vector<int>{0, 1, 4, 5, 6, 7, 8}));
+  const auto windowed = KeptSets(MaskSpec::causal()
+                                     .with_positions(&q_pos, k_pos.data())
+                                     .with_window_keys(3),
+                                 {1, 1, 1, 10});
+  EXPECT_EQ(windowed[0], (std::vector<int>{0, 1, 8}));  // positions 4, 5, 6
+}
+
+// Two documents packed in one row: causal within each, nothing across.
+TEST_P(MaskRulesTest, TwoDocumentsPackedInOneRow) {
+  const std::vector<std::int32_t> seg = {0, 0, 0, 1, 1, 1, 1};
+  const std::size_t n = seg.size();
+  const auto want = SetsOf(n, n, [&](std::size_t q, std::size_t k) {
+    return k <= q && seg[k] == seg[q];
+  });
+  EXPECT_EQ(KeptSets(MaskSpec::causal().with_segments(seg.data(), seg.data()),
+                     {1, 1, n, n}),
+            want);
+}
+
+// The existing kinds are shorthands of the rules.
+TEST_P(MaskRulesTest, KindsAreShorthandsOfTheRules) {
+  const Shape4 s{1, 1, 6, 10};
+  for (std::size_t w = 1; w < 8; ++w) {
+    EXPECT_EQ(KeptSets(MaskSpec::sliding_window(w), s),
+              KeptSets(MaskSpec::causal().with_window_keys(w + 1), s))
+        << "w = " << w;
+  }
+  // A dense part on top of causal equals causal AND the keep mask.
+  std::vector<std::uint8_t> keep(10, 1);
+  keep[2] = keep[7] = 0;
+  const auto both =
+      KeptSets(MaskSpec::causal().with_keep(keep.data(), {1, 1, 1, 10}), s);
+  const auto causal = KeptSets(MaskSpec::causal(), s);
+  for (std::size_t q = 0; q < s.q_len; ++q) {
+    std::vector<int> want;
+    for (int k : causal[q]) {
+      if (keep[k]) want.push_back(k);
+    }
+    EXPECT_EQ(both[q], want);
+  }
+}
+
+// Bit-packed keep masks: bit k % 64 of word k / 64, rows of ceil(k_len / 64)
+// words, alone and on top of the rules.
+TEST_P(MaskRulesTest, KeepBitsReadBitKOfWordKOver64) {
+  const std::size_t n = 130;
+  std::vector<std::uint64_t> words(2 * 3, 0);  // 2 rows of 3 words
+  for (std::size_t k : {0u, 63u, 64u, 129u}) {
+    words[k / 64] |= std::uint64_t{1} << (k % 64);
+  }
+  words[3 + 1] = ~std::uint64_t{0};  // row 1: keys 64..127
+  const auto sets =
+      KeptSets(MaskSpec::keep_bits(words.data(), {1, 1, 2, n}), {1, 1, 2, n});
+  EXPECT_EQ(sets[0], (std::vector<int>{0, 63, 64, 129}));
+  EXPECT_EQ(sets[1].size(), 64u);
+  EXPECT_EQ(sets[1].front(), 64);
+  const auto causal =
+      KeptSets(MaskSpec::causal().with_keep_bits(words.data(), {1, 1, 2, n}),
+               {1, 1, 2, n});
+  EXPECT_EQ(causal[1].back(), 127);  // row 1 is at position 129
+}
+
+TEST_P(MaskRulesTest, BadRulesThrowNamingTheValuesAndWriteNothing) {
+  std::vector<float> s(2 * 8, 1.5f);
+  const std::vector<float> before = s;
+  const ScoreView scores = ScoreView::f32(s.data(), {1, 1, 2, 8});
+  const std::int32_t seg[8] = {};
+  const std::vector<std::uint64_t> words(4, 1);
+  const std::vector<float> keep(16, 1.0f);
+  const struct {
+    MaskSpec mask;
+    std::string text;
+  } cases[] = {
+      {MaskSpec::causal().with_window_keys(std::size_t{1} << 63),
+       "window_keys 9223372036854775808 exceeds"},
+      {MaskSpec::causal().with_chunk(~std::size_t{0}),
+       "chunk 18446744073709551615 exceeds"},
+      {MaskSpec::none().with_sink_keys(std::size_t{1} << 63),
+       "sink_keys 9223372036854775808 exceeds"},
+      {MaskSpec::causal().with_segments(seg, nullptr),
+       "segments need both sides, but k_segment is null"},
+      {MaskSpec::causal().with_segments(nullptr, seg),
+       "segments need both sides, but q_segment is null"},
+      {MaskSpec::keep_bits(words.data(), {1, 1, 2, 8}).with_strides({0, 0, 0}),
+       "keep_bits row stride 0 words is below ceil(k_len / 64) = 1"},
+      {MaskSpec::keep(keep.data(), {1, 1, 2, 8})
+           .with_bias(keep.data(), {1, 1, 2, 8}),
+       "cannot take a second dense part (bias)"},
+      {MaskSpec::causal().with_keep_bits(nullptr, {1, 1, 2, 8}),
+       "dense mask data is null (bit keep mask)"},
+  };
+  for (const auto& c : cases) {
+    for (const auto& [who, call] :
+         std::vector<std::pair<std::string, std::function<void()>>>{
+             {"apply_mask", [&] { apply_mask(scores, c.mask); }},
+             {"masked_softmax", [&] { masked_softmax(scores, c.mask); }},
+             {"kept_keys", [&] { kept_keys(c.mask, 0, 1, 2, 8); }}}) {
+      const std::string error = ErrorOf(call);
+      EXPECT_THAT(error, HasSubstr(who + ": "));
+      EXPECT_THAT(error, HasSubstr(c.text));
+      EXPECT_EQ(s, before) << error;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rlx
