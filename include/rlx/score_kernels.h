@@ -16,6 +16,7 @@
 #define RLX_SCORE_KERNELS_H_
 
 #include <cstddef>
+#include <vector>
 
 #include "rlx/scores.h"
 
@@ -37,11 +38,32 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask,
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                 float fill = kNegInf);
 
+// DESIGN.md, "Softmax extensions (v2)".
 struct SoftmaxOptions {
   float scale = 1.0f;    // multiplies every score first
   float softcap = 0.0f;  // c > 0: x -> c * tanh(x / c), after scale and
                          // BEFORE masking (bias is added after it)
+  // Learned sink logit per head (gpt-oss): enters only the denominator,
+  // M = max(max_k z_k, s_h), p_k = exp(z_k - M) / (sum_k exp(z_k - M) +
+  // exp(s_h - M)); not scaled, softcapped or masked. [heads]
+  const float* sink_logits = nullptr;
+  // ALiBi slope per head: z += -slope_h * |p_q - p_k| over logical
+  // positions, after softcap and before the bias. [heads]
+  const float* alibi_slopes = nullptr;
+  // Optional output: M + log(denominator) per row of the tensor (index
+  // (b * heads + h) * q_len + q), written for the call's rows; -inf for a
+  // row with no kept key. [batch * heads * q_len]
+  float* row_lse = nullptr;
+  // false: masked keys are left unwritten (executors that run P x V over
+  // kept_keys only).
+  bool zero_masked = true;
 };
+
+// ggml's ALiBi slopes for `heads` heads: n = 2^floor(log2 heads),
+// m0 = 2^(-max_bias / n), m1 = 2^(-max_bias / 2n), slope m0^(h+1) for h < n,
+// else m1^(2(h-n)+1). Throws std::invalid_argument for 0 heads or a
+// max_bias that is NaN, negative or infinite.
+std::vector<float> alibi_slopes(std::size_t heads, float max_bias = 8.0f);
 
 // Per row: p = softmax(mask(softcap(scale * s))), computed in f32 for every
 // row type. Masked positions come out exactly 0; a row with no kept key (or
