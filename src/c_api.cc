@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The C API (include/rlx/rlx_attn_mask.h) over the C++ API. Each entry point
 // checks what C can get wrong and C++ cannot (null pointers, enum values
-// outside their range), then calls the C++ function inside Guard(), which
-// turns every exception into a status and a thread-local message, so that no
-// exception crosses into C or another language's frames.
-#include <cstdarg>
-#include <cstdio>
+// outside their range, struct sizes), then calls the C++ function inside
+// Guard() (src/c_api_error.h), which turns every exception into a status and
+// a thread-local message, so that no exception crosses into C or another
+// language's frames.
+#include <cmath>
+#include <cstddef>
 #include <cstring>
-#include <exception>
-#include <new>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -22,6 +21,8 @@
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/targets.h"
+#include "src/c_api_error.h"
+#include "src/mask_kind_list.h"
 
 // The opaque handle: a ladder is immutable once built.
 struct rlx_ladder {
@@ -30,57 +31,9 @@ struct rlx_ladder {
 
 namespace {
 
-// A fixed buffer rather than a std::string: recording a failure must not
-// itself allocate (it also reports out-of-memory) nor throw.
-constexpr std::size_t kMessageCapacity = 1024;
-thread_local char g_last_error[kMessageCapacity] = "";
-
-// Records "<function>: <printf-formatted detail>" for rlx_last_error.
-[[gnu::format(printf, 2, 3)]] void Record(const char* function,
-                                          const char* format, ...) noexcept {
-  int used = std::snprintf(g_last_error, kMessageCapacity, "%s: ", function);
-  if (used < 0) used = 0;
-  if (static_cast<std::size_t>(used) >= kMessageCapacity) return;
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(g_last_error + used, kMessageCapacity - used, format, args);
-  va_end(args);
-}
-
-rlx_status Fail(rlx_status status, const char* function,
-                const char* detail) noexcept {
-  Record(function, "%s", detail);
-  return status;
-}
-
-rlx_status InvalidArgument(const char* function, const char* what) noexcept {
-  return Fail(RLX_INVALID_ARGUMENT, function, what);
-}
-
-// Runs `body` and maps whatever it throws to a status. The C++ messages name
-// the C++ function and values; the C function's name is put in front.
-template <class Body>
-rlx_status Guard(const char* function, Body&& body) noexcept {
-  try {
-    body();
-    return RLX_OK;
-  } catch (const std::invalid_argument& e) {
-    return Fail(RLX_INVALID_ARGUMENT, function, e.what());
-  } catch (const std::bad_alloc&) {
-    return Fail(RLX_OUT_OF_MEMORY, function, "out of memory");
-  } catch (const std::length_error& e) {
-    // A container asked for more than it can ever hold: too large for
-    // memory, like bad_alloc, rather than a bug.
-    Record(function, "out of memory: %s", e.what());
-    return RLX_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    Record(function, "internal error: %s", e.what());
-    return RLX_INTERNAL_ERROR;
-  } catch (...) {
-    return Fail(RLX_INTERNAL_ERROR, function,
-                "internal error: an unknown exception");
-  }
-}
+using rlx::c_api::Guard;
+using rlx::c_api::InvalidArgument;
+using rlx::c_api::Record;
 
 // ---------------------------------------------------------------------------
 // Targets: names as C strings with static storage.
@@ -106,18 +59,22 @@ const std::vector<std::string>& CompiledNames() {
 
 // The C enums carry the C++ enumerators' values, so that a value means the
 // same on both sides (and in the Rust crate, which declares them as
-// unsigned int constants).
+// unsigned int constants). The kinds come from the one list
+// (src/mask_kind_list.h).
 static_assert(RLX_SCORE_F32 == static_cast<int>(rlx::ScoreType::kF32));
 static_assert(RLX_SCORE_BF16 == static_cast<int>(rlx::ScoreType::kBF16));
 static_assert(RLX_SCORE_F16 == static_cast<int>(rlx::ScoreType::kF16));
-static_assert(RLX_MASK_NONE == static_cast<int>(rlx::MaskKind::kNone));
-static_assert(RLX_MASK_CAUSAL == static_cast<int>(rlx::MaskKind::kCausal));
-static_assert(RLX_MASK_SLIDING_WINDOW ==
-              static_cast<int>(rlx::MaskKind::kSlidingWindow));
-static_assert(RLX_MASK_DECODE == static_cast<int>(rlx::MaskKind::kDecode));
-static_assert(RLX_MASK_KEEP_F32 == static_cast<int>(rlx::MaskKind::kKeepF32));
-static_assert(RLX_MASK_KEEP_U8 == static_cast<int>(rlx::MaskKind::kKeepU8));
-static_assert(RLX_MASK_BIAS == static_cast<int>(rlx::MaskKind::kBias));
+#define RLX_ASSERT_SAME(kind, c_name, ...)                       \
+  static_assert(c_name == static_cast<int>(rlx::MaskKind::kind), \
+                #c_name " differs from rlx::MaskKind::" #kind);
+RLX_MASK_KIND_LIST(RLX_ASSERT_SAME)
+#undef RLX_ASSERT_SAME
+#define RLX_ASSERT_SAME(kind, c_name, ...)                        \
+  static_assert(c_name == static_cast<int>(rlx::DenseKind::kind), \
+                #c_name " differs from rlx::DenseKind::" #kind);
+RLX_DENSE_KIND_LIST(RLX_ASSERT_SAME)
+#undef RLX_ASSERT_SAME
+static_assert(RLX_MAX_KEPT_INTERVALS == rlx::KeptKeys::kMaxIntervals);
 // The statuses: RLX_OK is 0 so that `if (status)` tests for failure; the
 // values are fixed because bindings (bindings/rust/src/ffi.rs) hard-code
 // them. The enums are int-sized, as the bindings declare them.
@@ -125,11 +82,12 @@ static_assert(RLX_OK == 0 && RLX_INVALID_ARGUMENT == 1 &&
               RLX_OUT_OF_MEMORY == 2 && RLX_INTERNAL_ERROR == 3);
 static_assert(sizeof(rlx_status) == sizeof(int) &&
               sizeof(rlx_score_type) == sizeof(int) &&
-              sizeof(rlx_mask_kind) == sizeof(int));
+              sizeof(rlx_mask_kind) == sizeof(int) &&
+              sizeof(rlx_dense_kind) == sizeof(int));
 
-// Enum values are checked here because a C caller can pass any integer;
-// everything else (null data, extents, strides, their sizes, ranges) is the
-// C++ functions' to check.
+// Enum values and struct sizes are checked here because a C caller can pass
+// any integer; everything else (null data, extents, strides, their sizes,
+// ranges, rules the kind does not admit) is the C++ functions' to check.
 
 rlx::Shape4 ToShape(const rlx_shape4& s) {
   return {s.batch, s.heads, s.q_len, s.k_len};
@@ -163,22 +121,54 @@ std::optional<rlx::ScoreType> ToScoreType(const rlx_score_type& type) {
 
 std::optional<rlx::MaskKind> ToMaskKind(const rlx_mask_kind& kind) {
   switch (RawValue(kind)) {
-    case RLX_MASK_NONE:
-      return rlx::MaskKind::kNone;
-    case RLX_MASK_CAUSAL:
-      return rlx::MaskKind::kCausal;
-    case RLX_MASK_SLIDING_WINDOW:
-      return rlx::MaskKind::kSlidingWindow;
-    case RLX_MASK_DECODE:
-      return rlx::MaskKind::kDecode;
-    case RLX_MASK_KEEP_F32:
-      return rlx::MaskKind::kKeepF32;
-    case RLX_MASK_KEEP_U8:
-      return rlx::MaskKind::kKeepU8;
-    case RLX_MASK_BIAS:
-      return rlx::MaskKind::kBias;
+#define RLX_KIND_CASE(k, c_name, ...) \
+  case c_name:                        \
+    return rlx::MaskKind::k;
+    RLX_MASK_KIND_LIST(RLX_KIND_CASE)
+#undef RLX_KIND_CASE
   }
   return std::nullopt;
+}
+
+std::optional<rlx::DenseKind> ToDenseKind(const rlx_dense_kind& kind) {
+  switch (RawValue(kind)) {
+#define RLX_KIND_CASE(k, c_name, ...) \
+  case c_name:                        \
+    return rlx::DenseKind::k;
+    RLX_DENSE_KIND_LIST(RLX_KIND_CASE)
+#undef RLX_KIND_CASE
+  }
+  return std::nullopt;
+}
+
+// Growing structs (include/rlx/rlx_attn_mask.h). kSizes<T> lists every
+// struct_size a released header produced, oldest first; each later version
+// appends fields after the end of the last (and must change sizeof: a field
+// that fit in the old trailing padding would be indistinguishable), then adds
+// its sizeof here. Today each struct has one layout.
+template <class T>
+constexpr std::size_t kSizes[] = {sizeof(T)};
+
+// Copies the caller's struct, as far as its struct_size reaches, over
+// `defaults` (the fields its header did not have keep their defaults), or
+// records why not (naming `function` and `which` argument).
+template <class T>
+bool ReadSized(const char* function, const char* which, const T& caller,
+               T& result) {
+  std::size_t size;
+  std::memcpy(&size, &caller, sizeof(size));  // struct_size comes first
+  static_assert(offsetof(T, struct_size) == 0);
+  for (const std::size_t known : kSizes<T>) {
+    if (size == known) {
+      std::memcpy(static_cast<void*>(&result), &caller, size);
+      return true;
+    }
+  }
+  Record(function,
+         "%s->struct_size %zu is not a size this library knows (%zu): "
+         "initialise the struct with its _init function first",
+         which, size, sizeof(T));
+  return false;
 }
 
 // Converts *view, or records why not (naming `function` and `which`
@@ -205,27 +195,59 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
     Record(function, "%s", "mask is NULL");
     return std::nullopt;
   }
-  const std::optional<rlx::MaskKind> kind = ToMaskKind(mask->kind);
+  rlx_mask_spec m;
+  rlx_mask_spec_init(&m);
+  if (!ReadSized(function, "mask", *mask, m)) return std::nullopt;
+  const std::optional<rlx::MaskKind> kind = ToMaskKind(m.kind);
   if (!kind) {
     Record(function, "mask->kind %lld is not an rlx_mask_kind",
-           static_cast<long long>(RawValue(mask->kind)));
+           static_cast<long long>(RawValue(m.kind)));
+    return std::nullopt;
+  }
+  const std::optional<rlx::DenseKind> dense = ToDenseKind(m.dense);
+  if (!dense) {
+    Record(function, "mask->dense %lld is not an rlx_dense_kind",
+           static_cast<long long>(RawValue(m.dense)));
     return std::nullopt;
   }
   rlx::MaskSpec spec;
   spec.kind = *kind;
-  spec.window = mask->window;
-  spec.past = mask->past;
-  spec.upper = mask->upper;
-  spec.data = mask->data;
-  spec.shape = ToShape(mask->shape);
-  spec.strides = ToStrides(mask->strides);
-  spec.query_offsets = mask->query_offsets;
+  spec.window = m.window;
+  spec.past = m.past;
+  spec.upper = m.upper;
+  spec.data = m.data;
+  spec.shape = ToShape(m.shape);
+  spec.strides = ToStrides(m.strides);
+  spec.query_offsets = m.query_offsets;
+  spec.window_keys = m.window_keys;
+  spec.chunk = m.chunk;
+  spec.sink_keys = m.sink_keys;
+  spec.prefix_end = m.prefix_end;
+  spec.q_segment = m.q_segment;
+  spec.k_segment = m.k_segment;
+  spec.q_position = m.q_position;
+  spec.k_position = m.k_position;
+  spec.dense = *dense;
   return spec;
 }
 
-rlx::SoftmaxOptions ToOptions(const rlx_softmax_options* options) {
-  if (options == nullptr) return {};
-  return {options->scale, options->softcap};
+std::optional<rlx::SoftmaxOptions> ToOptions(
+    const char* function, const rlx_softmax_options* options) {
+  if (options == nullptr) return rlx::SoftmaxOptions{};
+  rlx_softmax_options o;
+  rlx_softmax_options_init(&o);
+  if (!ReadSized(function, "options", *options, o)) return std::nullopt;
+  rlx::SoftmaxOptions result;
+  result.scale = o.scale;
+  result.softcap = o.softcap;
+  result.sink_logits = o.sink_logits;
+  result.alibi_slopes = o.alibi_slopes;
+  result.row_lse = o.row_lse;
+  // Read as a byte: a C caller may store any value in a bool's storage.
+  unsigned char zero_masked;
+  std::memcpy(&zero_masked, &o.zero_masked, 1);
+  result.zero_masked = zero_masked != 0;
+  return result;
 }
 
 rlx::RowRange ToRows(const rlx_row_range* rows, const rlx::Shape4& shape) {
@@ -237,7 +259,7 @@ rlx::RowRange ToRows(const rlx_row_range* rows, const rlx::Shape4& shape) {
 
 extern "C" {
 
-const char* rlx_last_error(void) { return g_last_error; }
+const char* rlx_last_error(void) { return rlx::c_api::LastErrorBuffer(); }
 
 // ---------------------------------------------------------------------------
 // Ladders
@@ -448,9 +470,10 @@ rlx_status rlx_masked_softmax(const rlx_score_view* scores,
   if (!view) return RLX_INVALID_ARGUMENT;
   const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
   if (!spec) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
+  if (!opts) return RLX_INVALID_ARGUMENT;
   return Guard(kFn, [&] {
-    rlx::masked_softmax(*view, *spec, ToOptions(options),
-                        ToRows(rows, view->shape));
+    rlx::masked_softmax(*view, *spec, *opts, ToRows(rows, view->shape));
   });
 }
 
@@ -466,8 +489,10 @@ rlx_status rlx_masked_softmax_into(const rlx_score_view* in,
   if (!out_view) return RLX_INVALID_ARGUMENT;
   const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
   if (!spec) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
+  if (!opts) return RLX_INVALID_ARGUMENT;
   return Guard(kFn, [&] {
-    rlx::masked_softmax(*in_view, *out_view, *spec, ToOptions(options),
+    rlx::masked_softmax(*in_view, *out_view, *spec, *opts,
                         ToRows(rows, in_view->shape));
   });
 }

@@ -6,65 +6,23 @@
 // enum values), then the C++ call inside Guard, so that no exception
 // crosses into C.
 //
-// Two things are shared with src/c_api.cc through the public C API rather
-// than through its internals: a fitted ladder becomes an rlx_ladder handle
-// through rlx_ladder_custom, and a failure is recorded in the buffer that
-// rlx_last_error() hands out (this thread's message, at least 1024 bytes:
-// the header promises messages of up to 1023), so that one rlx_last_error
-// serves the whole API.
+// A fitted ladder becomes an rlx_ladder handle through the public
+// rlx_ladder_custom; failures are recorded with src/c_api_error.h, in the
+// one buffer that rlx_last_error() hands out for the whole API.
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
-#include <cstdio>
-#include <exception>
-#include <new>
 #include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "rlx/bucket_ladder.h"
 #include "rlx/rlx_attn_mask.h"
+#include "src/c_api_error.h"
 
 namespace {
 
-constexpr std::size_t kMessageCapacity = 1024;
-
-// Records "<function>: <printf-formatted detail>" for rlx_last_error.
-[[gnu::format(printf, 2, 3)]] void Record(const char* function,
-                                          const char* format, ...) noexcept {
-  // The buffer is thread_local char storage in src/c_api.cc; only the
-  // pointer is const.
-  char* message = const_cast<char*>(rlx_last_error());
-  int used = std::snprintf(message, kMessageCapacity, "%s: ", function);
-  if (used < 0) used = 0;
-  if (static_cast<std::size_t>(used) >= kMessageCapacity) return;
-  va_list args;
-  va_start(args, format);
-  std::vsnprintf(message + used, kMessageCapacity - used, format, args);
-  va_end(args);
-}
-
-template <class Body>
-rlx_status Guard(const char* function, Body&& body) noexcept {
-  try {
-    return body();
-  } catch (const std::invalid_argument& e) {
-    Record(function, "%s", e.what());
-    return RLX_INVALID_ARGUMENT;
-  } catch (const std::bad_alloc&) {
-    Record(function, "out of memory");
-    return RLX_OUT_OF_MEMORY;
-  } catch (const std::length_error& e) {
-    Record(function, "out of memory: %s", e.what());
-    return RLX_OUT_OF_MEMORY;
-  } catch (const std::exception& e) {
-    Record(function, "internal error: %s", e.what());
-    return RLX_INTERNAL_ERROR;
-  } catch (...) {
-    Record(function, "internal error: an unknown exception");
-    return RLX_INTERNAL_ERROR;
-  }
-}
+using rlx::c_api::Guard;
+using rlx::c_api::Record;
 
 // The handle for `ladder`, made by the public constructor of custom ladders
 // (which accepts every ladder BucketLadder accepted).

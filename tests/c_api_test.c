@@ -528,7 +528,7 @@ static rlx_score_view F32View(float* data, size_t batch, size_t heads,
 
 static rlx_mask_spec Mask(rlx_mask_kind kind) {
   rlx_mask_spec m;
-  memset(&m, 0, sizeof(m));
+  rlx_mask_spec_init(&m);
   m.kind = kind;
   return m;
 }
@@ -562,6 +562,12 @@ static int KeptIs(const rlx_kept_intervals* k, size_t count, size_t b0,
   if (count >= 2 && (k->intervals[1].begin != b1 || k->intervals[1].end != e1))
     return 0;
   return 1;
+}
+
+/* The third interval of *k is [b2, e2). */
+static int ThirdIs(const rlx_kept_intervals* k, size_t b2, size_t e2) {
+  return k->count == 3 && k->intervals[2].begin == b2 &&
+         k->intervals[2].end == e2;
 }
 
 static void TestKeptKeys(void) {
@@ -806,8 +812,8 @@ static void TestMaskedSoftmax(void) {
   /* Scale and softcap: with scale 0 every kept score is 0, so uniform
    * again; a softcap bounds huge scores, so the row is not one-hot. */
   for (i = 0; i < 16; ++i) s[i] = (float)i * 100.0f;
+  rlx_softmax_options_init(&options);
   options.scale = 0.0f;
-  options.softcap = 0.0f;
   CHECK(rlx_masked_softmax(&v, &m, &options, NULL) == RLX_OK);
   CHECK(fabsf(s[8] - 0.25f) < 1e-6f);
   s[0] = 1e6f;
@@ -949,6 +955,250 @@ static void TestMaskedSoftmax(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Mask rules over logical positions, growing structs                       */
+
+/* kept[q * k_len + k] = whether rlx_apply_mask keeps key k of row q of a
+ * [1, 1, q_len, k_len] tensor under *m (at most 8 x 80). */
+static int KeptByApply(const rlx_mask_spec* m, size_t q_len, size_t k_len,
+                       int* kept) {
+  float s[8 * 80];
+  size_t i;
+  rlx_score_view v = F32View(s, 1, 1, q_len, k_len);
+  if (q_len * k_len > 8 * 80) return 0;
+  for (i = 0; i < q_len * k_len; ++i) s[i] = 1.0f;
+  if (rlx_apply_mask(&v, m, NULL, -7.0f) != RLX_OK) {
+    fprintf(stderr, "  rlx_apply_mask: %s\n", rlx_last_error());
+    return 0;
+  }
+  for (i = 0; i < q_len * k_len; ++i) kept[i] = s[i] == 1.0f;
+  return 1;
+}
+
+/* The kept set of every row equals want (one int per key, row-major), and
+ * rlx_kept_keys of every row covers it. */
+static int KeptSetIs(const rlx_mask_spec* m, size_t q_len, size_t k_len,
+                     const int* want) {
+  int got[8 * 80];
+  size_t q, k, i;
+  if (!KeptByApply(m, q_len, k_len, got)) return 0;
+  for (i = 0; i < q_len * k_len; ++i) {
+    if (got[i] != want[i]) {
+      fprintf(stderr, "  row %zu key %zu: kept %d, want %d\n", i / k_len,
+              i % k_len, got[i], want[i]);
+      return 0;
+    }
+  }
+  for (q = 0; q < q_len; ++q) {
+    rlx_kept_intervals kept;
+    if (rlx_kept_keys(m, 0, q, q_len, k_len, &kept) != RLX_OK) return 0;
+    for (k = 0; k < k_len; ++k) {
+      int in = 0;
+      for (i = 0; i < kept.count; ++i) {
+        in |= kept.intervals[i].begin <= k && k < kept.intervals[i].end;
+      }
+      if (want[q * k_len + k] && !in) return 0;
+    }
+  }
+  return 1;
+}
+
+static void TestMaskRules(void) {
+  int want[8 * 80];
+  size_t q, k;
+  rlx_mask_spec m;
+  rlx_kept_intervals kept;
+
+  /* Causal + window_keys 3 (W counts the query): 4 queries at 2..5 over 6
+   * keys. SLIDING_WINDOW(2) is the same mask. */
+  m = Mask(RLX_MASK_CAUSAL);
+  m.window_keys = 3;
+  for (q = 0; q < 4; ++q)
+    for (k = 0; k < 6; ++k) want[q * 6 + k] = k <= q + 2 && q + 2 - k < 3;
+  CHECK(KeptSetIs(&m, 4, 6, want));
+  m = Mask(RLX_MASK_SLIDING_WINDOW);
+  m.window = 2;
+  CHECK(KeptSetIs(&m, 4, 6, want));
+
+  /* Causal + chunk 4 (Llama 4): 8 queries at 0..7. */
+  m = Mask(RLX_MASK_CAUSAL);
+  m.chunk = 4;
+  for (q = 0; q < 8; ++q)
+    for (k = 0; k < 8; ++k) want[q * 8 + k] = k <= q && k / 4 == q / 4;
+  CHECK(KeptSetIs(&m, 8, 8, want));
+  CHECK(rlx_kept_keys(&m, 0, 5, 8, 8, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 4, 6, 0, 0));
+
+  /* StreamingLLM: 2 sinks + window_keys 3, one query at 9. */
+  m = Mask(RLX_MASK_CAUSAL);
+  m.sink_keys = 2;
+  m.window_keys = 3;
+  for (k = 0; k < 10; ++k) want[k] = k < 2 || k >= 7;
+  CHECK(KeptSetIs(&m, 1, 10, want));
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 10, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 2, 0, 2, 7, 10));
+
+  /* Decode past 6 in bucket 9 with 1 sink and window_keys 2: the sink, the
+   * last past key and the new token (at position 6): three intervals. */
+  m = DecodeMask(6, 9, 0);
+  m.sink_keys = 1;
+  m.window_keys = 2;
+  for (k = 0; k < 10; ++k) want[k] = k == 0 || k == 5 || k == 9;
+  CHECK(KeptSetIs(&m, 1, 10, want));
+  memset(&kept, 0, sizeof(kept));
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, 10, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 3, 0, 1, 5, 6) && ThirdIs(&kept, 9, 10));
+
+  /* Gemma 3 / PaliGemma prefix: causal, bidirectional over [0, 3). */
+  {
+    const int64_t prefix_end[1] = {3};
+    m = Mask(RLX_MASK_CAUSAL);
+    m.prefix_end = prefix_end;
+    for (q = 0; q < 5; ++q)
+      for (k = 0; k < 5; ++k) want[q * 5 + k] = k <= q || (q < 3 && k < 3);
+    CHECK(KeptSetIs(&m, 5, 5, want));
+  }
+
+  /* Two documents packed in one row: causal + segments. */
+  {
+    const int32_t seg[5] = {0, 0, 0, 1, 1};
+    m = Mask(RLX_MASK_CAUSAL);
+    m.q_segment = seg;
+    m.k_segment = seg;
+    for (q = 0; q < 5; ++q)
+      for (k = 0; k < 5; ++k) want[q * 5 + k] = k <= q && seg[k] == seg[q];
+    CHECK(KeptSetIs(&m, 5, 5, want));
+  }
+
+  /* A paged cache: explicit key positions, one empty slot (-1), the query
+   * at position 2: keys at positions <= 2 are slots 1, 3 and 4. */
+  {
+    const int64_t k_pos[5] = {3, 0, -1, 1, 2};
+    const int64_t q_pos[1] = {2};
+    m = Mask(RLX_MASK_CAUSAL);
+    m.k_position = k_pos;
+    m.q_position = q_pos;
+    for (k = 0; k < 5; ++k) want[k] = k == 1 || k == 3 || k == 4;
+    CHECK(KeptSetIs(&m, 1, 5, want));
+  }
+
+  /* Dense parts on top of the rules: bits on causal (a 70-key row: bit
+   * k % 64 of word k / 64), u8 on a window, and the KEEP_BITS kind alone. */
+  {
+    uint64_t words[2] = {0, 0};
+    static const uint8_t keep_u8[6] = {1, 1, 0, 1, 1, 0};
+    words[0] = ((uint64_t)1 << 0) | ((uint64_t)1 << 5);
+    words[1] = ((uint64_t)1 << 0) | ((uint64_t)1 << 5) | ((uint64_t)1 << 7);
+    m = Mask(RLX_MASK_CAUSAL);
+    m.dense = RLX_DENSE_KEEP_BITS;
+    m.data = words;
+    m.shape.batch = m.shape.heads = m.shape.q_len = 1;
+    m.shape.k_len = 70;
+    m.strides = rlx_keep_bits_strides(m.shape);
+    CHECK(m.strides.row == 2);
+    for (k = 0; k < 70; ++k) want[k] = k == 0 || k == 5 || k == 64 || k == 69;
+    CHECK(KeptSetIs(&m, 1, 70, want)); /* bit 71 is past the row */
+    m.kind = RLX_MASK_KEEP_BITS;
+    m.dense = RLX_DENSE_NONE;
+    CHECK(KeptSetIs(&m, 1, 70, want));
+
+    m = Mask(RLX_MASK_CAUSAL);
+    m.window_keys = 4;
+    m.dense = RLX_DENSE_KEEP_U8;
+    m.data = keep_u8;
+    m.shape.batch = m.shape.heads = m.shape.q_len = 1;
+    m.shape.k_len = 6;
+    m.strides = rlx_contiguous_strides(m.shape);
+    for (k = 0; k < 6; ++k) want[k] = k >= 2 && keep_u8[k];
+    CHECK(KeptSetIs(&m, 1, 6, want));
+  }
+
+  /* Rules the library rejects, naming them; nothing written. */
+  {
+    float s[8];
+    float before[8];
+    size_t i;
+    static const int32_t seg[8] = {0};
+    static const float keep[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    rlx_score_view v = F32View(s, 1, 1, 1, 8);
+    for (i = 0; i < 8; ++i) s[i] = (float)i;
+    memcpy(before, s, sizeof(s));
+    m = Mask(RLX_MASK_CAUSAL);
+    m.dense = (rlx_dense_kind)17;
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    CHECK(strstr(rlx_last_error(), "mask->dense 17") != NULL);
+    m = Mask(RLX_MASK_CAUSAL);
+    m.q_segment = seg;
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    CHECK(strstr(rlx_last_error(), "k_segment") != NULL);
+    m = DenseMask(RLX_MASK_KEEP_F32, keep, 1, 1, 1, 8);
+    m.dense = RLX_DENSE_BIAS; /* a second dense part */
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    m = Mask(RLX_MASK_CAUSAL);
+    m.chunk = (size_t)-1;
+    EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+                 "rlx_kept_keys");
+    CHECK(strstr(rlx_last_error(), "chunk 18446744073709551615") != NULL ||
+          sizeof(size_t) != 8);
+    CHECK(BitsEqual(s, before, sizeof(s)));
+  }
+}
+
+/* A struct_size the library does not know is rejected before anything is
+ * read or written: 0 (zeroed, never initialised), a smaller one and a
+ * newer header's larger one. */
+static void TestGrowingStructs(void) {
+  float s[8];
+  float before[8];
+  size_t i;
+  rlx_score_view v = F32View(s, 1, 1, 1, 8);
+  rlx_mask_spec m;
+  rlx_softmax_options o;
+  rlx_kept_intervals kept;
+  rlx_kept_intervals kept_before;
+  const size_t bad_sizes[3] = {0, sizeof(size_t), sizeof(rlx_mask_spec) + 8};
+
+  rlx_softmax_options_init(&o);
+  CHECK(o.struct_size == sizeof(o) && o.scale == 1.0f && o.softcap == 0.0f &&
+        o.zero_masked && o.sink_logits == NULL && o.row_lse == NULL);
+  rlx_mask_spec_init(&m);
+  CHECK(m.struct_size == sizeof(m) && m.kind == RLX_MASK_NONE &&
+        m.dense == RLX_DENSE_NONE && m.window_keys == 0 &&
+        m.k_position == NULL);
+
+  for (i = 0; i < 8; ++i) s[i] = (float)i;
+  memcpy(before, s, sizeof(s));
+  memset(&kept, 0x3C, sizeof(kept));
+  memcpy(&kept_before, &kept, sizeof(kept));
+  for (i = 0; i < 3; ++i) {
+    char text[64];
+    m = Mask(RLX_MASK_CAUSAL);
+    m.struct_size = bad_sizes[i];
+    snprintf(text, sizeof(text), "mask->struct_size %zu", bad_sizes[i]);
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    CHECK(strstr(rlx_last_error(), text) != NULL);
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 1, 8, &kept), RLX_INVALID_ARGUMENT,
+                 "rlx_kept_keys");
+    m = Mask(RLX_MASK_CAUSAL);
+    rlx_softmax_options_init(&o);
+    o.struct_size = bad_sizes[i];
+    snprintf(text, sizeof(text), "options->struct_size %zu", bad_sizes[i]);
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, &o, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    CHECK(strstr(rlx_last_error(), text) != NULL);
+    EXPECT_ERROR(rlx_masked_softmax_into(&v, &v, &m, &o, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_into");
+  }
+  CHECK(BitsEqual(s, before, sizeof(s)));
+  CHECK(BitsEqual(&kept, &kept_before, sizeof(kept)));
+}
+
+/* ------------------------------------------------------------------------ */
 /* Shapes and strides that no tensor can have                               */
 
 /* The call failed with RLX_INVALID_ARGUMENT, the message names `function`
@@ -984,7 +1234,7 @@ static void TestImpossibleShapes(void) {
 
   for (i = 0; i < 64; ++i) s[i] = m[i] = (float)i;
   memcpy(before, s, sizeof(s));
-  memset(&none, 0, sizeof(none));
+  rlx_mask_spec_init(&none);
   memset(&v, 0, sizeof(v));
   v.data = s;
   v.type = RLX_SCORE_F32;
@@ -1043,7 +1293,7 @@ static void TestImpossibleShapes(void) {
   v.shape.batch = 2;
   v.shape.heads = 1;
   v.strides = rlx_contiguous_strides(v.shape);
-  memset(&keep, 0, sizeof(keep));
+  rlx_mask_spec_init(&keep);
   keep.kind = RLX_MASK_KEEP_F32;
   keep.data = m;
   keep.shape = v.shape;
@@ -1093,6 +1343,8 @@ int main(int argc, char** argv) {
     TestKeptKeys();
     TestApplyMask();
     TestMaskedSoftmax();
+    TestMaskRules();
+    TestGrowingStructs();
     TestImpossibleShapes();
   }
   printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);

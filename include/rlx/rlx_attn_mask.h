@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Exported from the shared library even when the build hides symbols by
  * default (-fvisibility=hidden). */
@@ -192,45 +193,136 @@ typedef struct {
 
 typedef enum {
   RLX_MASK_NONE = 0,           /* every key kept */
-  RLX_MASK_CAUSAL = 1,         /* keep k <= abs_q */
-  RLX_MASK_SLIDING_WINDOW = 2, /* keep abs_q - window <= k <= abs_q */
+  RLX_MASK_CAUSAL = 1,         /* keep p_k <= p_q */
+  RLX_MASK_SLIDING_WINDOW = 2, /* causal with window_keys = window + 1 */
   RLX_MASK_DECODE = 3,         /* keep [lo, past) and {upper} (the seed) */
   RLX_MASK_KEEP_F32 = 4,       /* dense float keep mask: kept iff m >= 0.5f */
   RLX_MASK_KEEP_U8 = 5,        /* dense uint8_t keep mask: kept iff m != 0 */
-  RLX_MASK_BIAS = 6            /* dense additive float bias (-inf masks) */
+  RLX_MASK_BIAS = 6,           /* dense additive float bias (-inf masks) */
+  RLX_MASK_KEEP_BITS = 7       /* dense bit-packed uint64_t keep mask */
 } rlx_mask_kind;
 
-/* How scores are masked. A zero-initialised rlx_mask_spec is "no mask".
- * Structured kinds (CAUSAL, SLIDING_WINDOW, DECODE) are computed per row as
- * at most two kept key intervals, never materialised. Dense kinds read
- * `data` with extents `shape` (each the scores' extent or 1 = broadcast,
- * k_len always the scores') at element strides `strides`; the RLX executor
- * passes keep masks as [batch, 1, 1, k_len].
+/* The dense part of a mask on top of a structured kind (or NONE). */
+typedef enum {
+  RLX_DENSE_NONE = 0,
+  RLX_DENSE_KEEP_F32 = 1,  /* float, kept iff m >= 0.5f (NaN: masked) */
+  RLX_DENSE_KEEP_U8 = 2,   /* uint8_t, kept iff m != 0 */
+  RLX_DENSE_KEEP_BITS = 3, /* uint64_t words: key k is bit k % 64 of word
+                            * k / 64 of its row */
+  RLX_DENSE_BIAS = 4       /* float, added to kept scores (-inf masks) */
+} rlx_dense_kind;
+
+/* Growing structs. rlx_mask_spec and rlx_softmax_options start with
+ * `struct_size`, which the caller sets to the sizeof of the struct its code
+ * was compiled with: initialise them with rlx_mask_spec_init and
+ * rlx_softmax_options_init (static inline below, so the size compiled in is
+ * the caller's), then set fields. Later versions of this library only
+ * append fields, and read a caller's struct up to its struct_size: fields a
+ * caller's header did not have take their defaults, so code built against
+ * this header keeps working, unchanged, with a later library. A struct_size
+ * the library does not know (0 from a struct that was zeroed but never
+ * initialised, garbage, or a newer header's) is RLX_INVALID_ARGUMENT with a
+ * message naming it; the library never reads past it. */
+
+/* How scores are masked (DESIGN.md, "Mask rules over logical positions").
  *
- * SLIDING_WINDOW(w) keeps the w keys before the query and the query itself
- * (w + 1 keys): RLX's convention; window 0 means no window (causal).
- * llama.cpp, gemma.cpp and ONNX Runtime count the query in their window W:
- * pass w = W - 1 for theirs. DECODE requires past <= upper and
- * k_len == upper + 1. */
+ * Every query row and key slot has a logical position: by default
+ * p_q = query_offset(b) + q and p_k = k; q_position / k_position override
+ * them (k_position < 0 marks an empty slot, never kept; q_position takes
+ * precedence over query_offsets). DECODE is the layout p_k = k for
+ * k < past, the new token at slot upper with p_k = past, slots
+ * [past, upper) empty, p_q = past. A key is kept iff
+ *   valid AND same_segment AND (base OR sink) AND dense,
+ *   base = (causal OR prefix) AND window AND chunk,
+ * causal (CAUSAL, SLIDING_WINDOW, DECODE): p_k <= p_q; prefix: p_q < P and
+ * p_k < P; window (window_keys W > 0): p_q - p_k < W; chunk (C > 0):
+ * floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q;
+ * same_segment: equal segment ids; dense: the dense part keeps it (a bias
+ * is added to kept scores). An absent rule (0 or NULL) constrains nothing;
+ * an absent sink or prefix adds nothing.
+ *
+ * Window conventions: window_keys W counts the query itself (llama.cpp,
+ * gemma.cpp, vLLM, ONNX Runtime); SLIDING_WINDOW's `window` w and DECODE's
+ * are RLX's, which do not: W = w + 1 (w = 0 means no window).
+ *
+ * The dense part is either the kind itself (KEEP_F32, KEEP_U8, BIAS,
+ * KEEP_BITS; then `dense` must be RLX_DENSE_NONE) or `dense` on top of a
+ * structured kind; a mask has at most one. It reads `data` with extents
+ * `shape` (each the scores' extent or 1 = broadcast, k_len always the
+ * scores') at `strides` (elements; KEEP_BITS: words, a contiguous row being
+ * ceil(k_len / 64) words, see rlx_keep_bits_strides). RLX passes keep masks
+ * as [batch, 1, 1, k_len].
+ *
+ * Rows whose kept set is a few key intervals (implicit key positions, no
+ * segments, no dense part) are computed from those intervals alone, never
+ * materialised; explicit key positions, segments and dense parts are
+ * evaluated per element. Arrays are read during the call only. DECODE
+ * requires past <= upper and k_len == upper + 1. */
 typedef struct {
+  size_t struct_size; /* sizeof(rlx_mask_spec): rlx_mask_spec_init */
   rlx_mask_kind kind;
-  size_t window;      /* SLIDING_WINDOW, DECODE */
-  size_t past, upper; /* DECODE */
-  const void* data;   /* dense kinds: float (KEEP_F32, BIAS) or uint8_t */
-  rlx_shape4 shape;   /* dense kinds */
-  rlx_strides3 strides;
+  size_t window;        /* SLIDING_WINDOW, DECODE: RLX's w (W = w + 1) */
+  size_t past, upper;   /* DECODE */
+  const void* data;     /* the dense part: float, uint8_t or uint64_t */
+  rlx_shape4 shape;     /* the dense part: extents, 1 = broadcast */
+  rlx_strides3 strides; /* the dense part: element (KEEP_BITS: word) strides */
   /* Optional per-batch absolute position of query row 0 (shape.batch
-   * entries of the scores); NULL means k_len - q_len for every batch. Used
-   * by CAUSAL and SLIDING_WINDOW; may be negative. */
+   * entries of the scores); NULL means k_len - q_len for every batch. May
+   * be negative. */
   const int64_t* query_offsets;
+  /* The rules; 0 / NULL = absent. */
+  size_t window_keys;        /* W, counting the query */
+  size_t chunk;              /* C */
+  size_t sink_keys;          /* S */
+  const int64_t* prefix_end; /* [batch]: P per batch */
+  const int32_t* q_segment;  /* [batch, q_len]; both segments or neither */
+  const int32_t* k_segment;  /* [batch, k_len] */
+  const int64_t* q_position; /* [batch, q_len]; NULL: implicit */
+  const int64_t* k_position; /* [batch, k_len]; NULL: implicit; < 0 empty */
+  rlx_dense_kind dense;      /* a dense part on top of a structured kind */
 } rlx_mask_spec;
 
-/* Softmax options. Pass NULL for the defaults (scale 1, no softcap); note
- * that a zero-initialised struct has scale 0, which zeroes every score. */
+/* Softmax options (DESIGN.md, "Softmax extensions"). Pass NULL for the
+ * defaults, or a struct set up by rlx_softmax_options_init (scale 1, no
+ * softcap, no sinks, no ALiBi, no row_lse, zero_masked true). */
 typedef struct {
-  float scale;   /* multiplies every score first */
+  size_t struct_size; /* sizeof(rlx_softmax_options) */
+  float scale;        /* multiplies every score first */
   float softcap; /* c > 0: x -> c * tanh(x / c) after scale, before masking */
+  /* Learned sink logit per head (gpt-oss), [heads] or NULL: enters only the
+   * denominator, M = max(max_k z_k, s_h), p_k = exp(z_k - M) /
+   * (sum_k exp(z_k - M) + exp(s_h - M)); not scaled, softcapped or masked.
+   * Rows then sum to less than 1; a fully masked row stays all zeros. */
+  const float* sink_logits;
+  /* ALiBi slope per head, [heads] or NULL: z += -slope_h * |p_q - p_k| over
+   * logical positions, after softcap and before a bias (rlx_alibi_slopes
+   * gives ggml's slopes). */
+  const float* alibi_slopes;
+  /* Optional output, [batch * heads * q_len] or NULL: M + log(denominator)
+   * of row (b * heads + h) * q_len + q, written for the call's rows; -INF
+   * for a row with no kept key. Lets an executor split one row's keys over
+   * threads and merge the parts: p = p_part * exp(lse_part - lse_total). */
+  float* row_lse;
+  /* false: masked keys are left unwritten (executors that run P x V over
+   * rlx_kept_keys only). */
+  bool zero_masked;
 } rlx_softmax_options;
+
+/* A mask spec with every rule absent: kind NONE, no dense part. */
+static inline void rlx_mask_spec_init(rlx_mask_spec* spec) {
+  memset(spec, 0, sizeof(*spec));
+  spec->struct_size = sizeof(*spec);
+  spec->kind = RLX_MASK_NONE;
+  spec->dense = RLX_DENSE_NONE;
+}
+
+/* The default options: scale 1, nothing else, masked keys written as 0. */
+static inline void rlx_softmax_options_init(rlx_softmax_options* options) {
+  memset(options, 0, sizeof(*options));
+  options->struct_size = sizeof(*options);
+  options->scale = 1.0f;
+  options->zero_masked = true;
+}
 
 /* Flattened rows [begin, end) over batch * heads * q_len, row r being
  * (b, h, q) with r = (b * heads + h) * q_len + q. Pass NULL for all rows. */
@@ -243,10 +335,15 @@ typedef struct {
   size_t begin, end;
 } rlx_key_interval;
 
+/* The most intervals a row's kept keys take: the sink keys, the base rules'
+ * keys and the DECODE token (rlx::KeptKeys::kMaxIntervals). A rule that
+ * needed more would come with a new function, never a larger struct. */
+#define RLX_MAX_KEPT_INTERVALS 3
+
 /* The keys one row may attend to: intervals[0 .. count), sorted, disjoint,
  * non-empty; count 0 means the row is fully masked. */
 typedef struct {
-  rlx_key_interval intervals[2];
+  rlx_key_interval intervals[RLX_MAX_KEPT_INTERVALS];
   size_t count;
 } rlx_kept_intervals;
 
@@ -262,11 +359,24 @@ static inline rlx_strides3 rlx_contiguous_strides(rlx_shape4 shape) {
   return s;
 }
 
+/* The contiguous word strides of a KEEP_BITS dense part of `shape`: rows of
+ * ceil(k_len / 64) words. Unchecked products, as above. */
+static inline rlx_strides3 rlx_keep_bits_strides(rlx_shape4 shape) {
+  rlx_strides3 s;
+  s.row = shape.k_len / 64 + (shape.k_len % 64 != 0);
+  s.head = shape.q_len * s.row;
+  s.batch = shape.heads * s.head;
+  return s;
+}
+
 /* Writes to *out the keys row (batch_index, q) of a tensor with q_len query
- * rows and k_len keys may attend to under *mask (the whole row [0, k_len)
- * for NONE and the dense kinds, which decide per element). Executors use it
- * to skip the masked part of P x V. Requires mask and out non-NULL,
- * q < q_len, k_len >= 1 and a valid mask for that k_len. */
+ * rows and k_len keys may attend to under *mask: at most
+ * RLX_MAX_KEPT_INTERVALS intervals. Exact for rows whose keys all have
+ * implicit positions and no segments or dense part (NONE and the dense kinds
+ * give the whole row [0, k_len)); otherwise a superset that the per-element
+ * rules narrow. Executors use it to skip the masked part of P x V. Requires
+ * mask and out non-NULL, q < q_len, k_len >= 1 and a valid mask for that
+ * k_len. */
 RLX_ATTN_MASK_API rlx_status rlx_kept_keys(const rlx_mask_spec* mask,
                                            size_t batch_index, size_t q,
                                            size_t q_len, size_t k_len,
@@ -282,12 +392,13 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
                                             float fill);
 
 /* In place, per row of `rows` (NULL: all):
- *   p = softmax(mask(softcap(scale * s))),
- * computed in f32 for every row type. Masked positions come out exactly 0; a
- * row with no kept key comes out all zeros, never NaN; a kept row sums to 1
- * within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's and
- * gives a NaN row, as plain softmax would. `options` NULL: the defaults.
- * On AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
+ *   p = softmax(mask(softcap(scale * s)) + alibi + bias),
+ * computed in f32 for every row type. Masked positions come out exactly 0
+ * (left unwritten when options->zero_masked is false); a row with no kept
+ * key comes out all zeros, never NaN; a kept row without sink logits sums
+ * to 1 within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's
+ * and gives a NaN row, as plain softmax would. `options` NULL: the defaults. On
+ * AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
  * caller's MXCSR before returning (rlx/score_kernels.h). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,

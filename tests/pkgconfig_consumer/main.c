@@ -17,7 +17,7 @@ int main(void) {
   float mask[17];
   float scores[17];
   rlx_score_view view;
-  rlx_mask_spec spec = {0};
+  rlx_mask_spec spec;
   size_t upper, k;
   const size_t past = 11;
   double sum = 0;
@@ -47,6 +47,7 @@ int main(void) {
   view.shape.batch = view.shape.heads = view.shape.q_len = 1;
   view.shape.k_len = upper + 1;
   view.strides = rlx_contiguous_strides(view.shape);
+  rlx_mask_spec_init(&spec); /* sets struct_size: the library checks it */
   spec.kind = RLX_MASK_DECODE;
   spec.past = past;
   spec.upper = upper;
