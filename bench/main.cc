@@ -92,6 +92,9 @@ void RegisterSuites() {
       }
     }
   }
+  for (const Suite& suite : suites) {
+    if (suite.once != nullptr) suite.once();
+  }
 }
 
 }  // namespace

@@ -23,6 +23,9 @@ struct Suite {
   void (*per_workload)(const Workload& w) = nullptr;
   // Registers the suite's benchmarks of `w` on `target` (or nothing).
   void (*per_target)(const Workload& w, const std::string& target) = nullptr;
+  // Registers benchmarks of workloads of the suite's own (after every
+  // standard workload's), or nothing.
+  void (*once)() = nullptr;
 };
 
 inline std::vector<Suite>& Suites() {

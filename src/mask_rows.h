@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 
 #include "rlx/scores.h"
@@ -161,21 +162,44 @@ inline std::int64_t KeyPosition(const MaskSpec& mask, std::size_t b,
   return static_cast<std::int64_t>(k);
 }
 
-// The position rules for one key: valid AND (base OR sink); segments and the
-// dense part are checked by the caller. 128-bit differences cannot wrap.
-inline bool KeptByPositions(const MaskSpec& mask, const Rules& r,
-                            std::int64_t prefix_end, std::int64_t p_q,
-                            std::int64_t p_k) {
-  if (p_k < 0) return false;
-  const bool causal = !r.causal || p_k <= p_q;
-  const bool prefix =
-      mask.prefix_end != nullptr && p_q < prefix_end && p_k < prefix_end;
-  const bool window =
-      r.window == 0 || static_cast<__int128>(p_q) - p_k < r.window;
-  const bool chunk =
-      r.chunk == 0 || FloorDiv(p_k, r.chunk) == FloorDiv(p_q, r.chunk);
-  const bool sink = r.sink != 0 && p_k < r.sink && p_k <= p_q;
-  return ((causal || prefix) && window && chunk) || sink;
+// The position rules of one query row as ranges of key positions: a key at
+// position p_k >= 0 is kept by them iff it lies in [base_begin, base_end)
+// (base = (causal OR prefix) AND window AND chunk, each a range of p_k once
+// p_q is fixed) or in [0, sink_end) (the sinks). 128-bit: no bound wraps;
+// an empty range has begin >= end.
+struct PositionRanges {
+  __int128 base_begin = 0, base_end = 0, sink_end = 0;
+};
+
+inline PositionRanges RowPositionRanges(const MaskSpec& mask, const Rules& r,
+                                        std::size_t b, std::int64_t p_q) {
+  constexpr __int128 kAll = static_cast<__int128>(1) << 100;
+  PositionRanges ranges;
+  __int128 begin = 0, end = kAll;
+  if (r.causal) {
+    end = static_cast<__int128>(p_q) + 1;
+    // A query inside the prefix also sees every prefix key.
+    if (mask.prefix_end != nullptr && p_q < mask.prefix_end[b]) {
+      end = std::max<__int128>(end, mask.prefix_end[b]);
+    }
+  }
+  if (r.window != 0) {
+    begin =
+        std::max<__int128>(begin, static_cast<__int128>(p_q) - r.window + 1);
+  }
+  if (r.chunk != 0) {
+    const __int128 first =
+        static_cast<__int128>(FloorDiv(p_q, r.chunk)) * r.chunk;
+    begin = std::max(begin, first);
+    end = std::min(end, first + r.chunk);
+  }
+  ranges.base_begin = begin;
+  ranges.base_end = end;
+  if (r.sink != 0) {
+    ranges.sink_end =
+        std::min<__int128>(r.sink, static_cast<__int128>(p_q) + 1);
+  }
+  return ranges;
 }
 
 // The keys row (b, q) may attend to, as intervals: exact for implicit key
@@ -200,90 +224,112 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
     return kept;
   }
   const std::int64_t p_q = QueryPosition(mask, b, q, q_len, k_len);
-  const std::int64_t prefix_end =
-      mask.prefix_end != nullptr ? mask.prefix_end[b] : 0;
+  const PositionRanges ranges = RowPositionRanges(mask, r, b, p_q);
   // Keys at positions [0, slots) sit at index = position; Decode adds the
   // token at slot upper below.
   const __int128 slots = r.decode ? mask.past : k_len;
   const auto clamp = [&](__int128 v) {
     return static_cast<std::size_t>(std::clamp<__int128>(v, 0, slots));
   };
-  // base = (causal OR prefix) AND window AND chunk, one interval [lo, hi).
-  __int128 lo = 0, hi = slots;
-  if (r.causal) {
-    __int128 end = static_cast<__int128>(p_q) + 1;
-    if (mask.prefix_end != nullptr && p_q < prefix_end) {
-      end = std::max<__int128>(end, prefix_end);
+  add(0, clamp(ranges.sink_end));
+  add(clamp(ranges.base_begin), clamp(ranges.base_end));
+  if (r.decode) {
+    const __int128 p = mask.past;
+    if ((p >= ranges.base_begin && p < ranges.base_end) ||
+        p < ranges.sink_end) {
+      add(mask.upper, mask.upper + 1);
     }
-    hi = std::min(hi, end);
-  }
-  if (r.window != 0) {
-    lo = std::max<__int128>(lo, static_cast<__int128>(p_q) - r.window + 1);
-  }
-  if (r.chunk != 0) {
-    const __int128 first =
-        static_cast<__int128>(FloorDiv(p_q, r.chunk)) * r.chunk;
-    lo = std::max(lo, first);
-    hi = std::min(hi, first + r.chunk);
-  }
-  // sink: [0, min(S, p_q + 1)).
-  const __int128 sink_end =
-      r.sink == 0 ? 0
-                  : std::min<__int128>(r.sink, static_cast<__int128>(p_q) + 1);
-  add(0, clamp(sink_end));
-  add(clamp(lo), clamp(hi));
-  if (r.decode && KeptByPositions(mask, r, prefix_end, p_q,
-                                  static_cast<std::int64_t>(mask.past))) {
-    add(mask.upper, mask.upper + 1);
   }
   return kept;
 }
 
+// Which row's bytes a keep-byte buffer holds: rows of one batch and query
+// index whose dense rows coincide (every head of a decode step, when the
+// dense part broadcasts over heads) have the same bytes, computed once.
+struct RowKeepCache {
+  bool valid = false;
+  std::size_t b = 0, q = 0, m = 0;
+};
+
 // Per-element rules of row (b, h, q) inside its intervals `kept`: bytes[k]
 // (for k in the intervals) becomes 1 where the key is kept by the position
 // rules (explicit key positions), its segment and the dense keep part, 0
-// elsewhere. Bytes outside the intervals are not written.
+// elsewhere. Bytes outside the intervals are not written. One simple loop
+// per rule, which the compiler vectorises.
 inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
                          const RowIndex& i, std::size_t q_len,
                          std::size_t k_len, const KeptKeys& kept,
-                         std::uint8_t* bytes) {
-  const std::int64_t p_q =
-      r.explicit_keys ? QueryPosition(mask, i.b, i.q, q_len, k_len) : 0;
-  const std::int64_t prefix_end =
-      mask.prefix_end != nullptr ? mask.prefix_end[i.b] : 0;
+                         std::uint8_t* bytes, RowKeepCache* cache) {
+  const std::size_t m = RowOffset(mask.shape, mask.strides, i);
+  if (cache->valid && cache->b == i.b && cache->q == i.q && cache->m == m) {
+    return;  // the same intervals and bytes as the previous row
+  }
+  *cache = {true, i.b, i.q, m};
+  // Bounds as int64: a kept position is in [0, INT64_MAX].
+  const auto bound = [](__int128 v) {
+    return static_cast<std::int64_t>(
+        std::clamp<__int128>(v, 0, std::numeric_limits<std::int64_t>::max()));
+  };
+  std::int64_t base_begin = 0, base_end = 0, sink_end = 0;
+  if (r.explicit_keys) {
+    const PositionRanges ranges = RowPositionRanges(
+        mask, r, i.b, QueryPosition(mask, i.b, i.q, q_len, k_len));
+    base_begin = bound(ranges.base_begin);
+    base_end = bound(ranges.base_end);
+    sink_end = bound(ranges.sink_end);
+  }
+  const std::int64_t* positions =
+      r.explicit_keys ? mask.k_position + i.b * k_len : nullptr;
   const std::int32_t q_segment =
       r.segments ? mask.q_segment[i.b * q_len + i.q] : 0;
   const std::int32_t* k_segment =
       r.segments ? mask.k_segment + i.b * k_len : nullptr;
-  const std::size_t m = RowOffset(mask.shape, mask.strides, i);
   for (std::size_t j = 0; j < kept.count; ++j) {
-    for (std::size_t k = kept.intervals[j].begin; k < kept.intervals[j].end;
-         ++k) {
-      bool keep = true;
-      if (r.explicit_keys) {
-        keep = KeptByPositions(mask, r, prefix_end, p_q,
-                               mask.k_position[i.b * k_len + k]);
+    const std::size_t begin = kept.intervals[j].begin;
+    const std::size_t end = kept.intervals[j].end;
+    if (positions != nullptr) {
+      // An empty slot (< 0) is below both ranges' begin of 0.
+      for (std::size_t k = begin; k < end; ++k) {
+        const std::int64_t p = positions[k];
+        bytes[k] = static_cast<std::uint8_t>((p >= base_begin && p < base_end) |
+                                             (p >= 0 && p < sink_end));
       }
-      if (r.segments) keep = keep && k_segment[k] == q_segment;
-      switch (r.dense) {
-        case DenseKind::kKeepF32:
-          keep = keep && static_cast<const float*>(mask.data)[m + k] >= 0.5f;
-          break;
-        case DenseKind::kKeepU8:
-          keep =
-              keep && static_cast<const std::uint8_t*>(mask.data)[m + k] != 0;
-          break;
-        case DenseKind::kKeepBits:
-          keep = keep &&
-                 ((static_cast<const std::uint64_t*>(mask.data)[m + k / 64] >>
-                   (k % 64)) &
-                  1) != 0;
-          break;
-        case DenseKind::kNone:
-        case DenseKind::kBias:
-          break;
+    } else {
+      std::memset(bytes + begin, 1, end - begin);
+    }
+    if (k_segment != nullptr) {
+      for (std::size_t k = begin; k < end; ++k) {
+        bytes[k] &= static_cast<std::uint8_t>(k_segment[k] == q_segment);
       }
-      bytes[k] = keep ? 1 : 0;
+    }
+    switch (r.dense) {
+      case DenseKind::kKeepF32: {
+        const float* keep = static_cast<const float*>(mask.data) + m;
+        for (std::size_t k = begin; k < end; ++k) {
+          bytes[k] &= static_cast<std::uint8_t>(keep[k] >= 0.5f);
+        }
+        break;
+      }
+      case DenseKind::kKeepU8: {
+        const std::uint8_t* keep =
+            static_cast<const std::uint8_t*>(mask.data) + m;
+        for (std::size_t k = begin; k < end; ++k) {
+          bytes[k] &= static_cast<std::uint8_t>(keep[k] != 0);
+        }
+        break;
+      }
+      case DenseKind::kKeepBits: {
+        const std::uint64_t* words =
+            static_cast<const std::uint64_t*>(mask.data) + m;
+        for (std::size_t k = begin; k < end; ++k) {
+          bytes[k] &=
+              static_cast<std::uint8_t>((words[k / 64] >> (k % 64)) & 1);
+        }
+        break;
+      }
+      case DenseKind::kNone:
+      case DenseKind::kBias:
+        break;
     }
   }
 }

@@ -241,6 +241,7 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   auto* base = static_cast<Elem<kType>*>(scores.data);
   const detail::Rules rules = detail::RulesOf(mask);
   std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end;
@@ -275,7 +276,7 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
     FillMasked<kType>(s, n, kept, fill);
     if (rules.per_element) {
       detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
-                           keep_bytes.data());
+                           keep_bytes.data(), &keep_cache);
     }
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
@@ -726,6 +727,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   // 16-bit rows keep their exp values in f32 scratch, not in the output.
   std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
   std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
   const std::size_t mask_unit = DenseUnitBytes(rules.dense);
   const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
@@ -798,7 +800,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     }
     if (rules.per_element) {
       detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
-                           keep_bytes.data());
+                           keep_bytes.data(), &keep_cache);
       if (rules.dense == DenseKind::kBias) {
         SoftmaxSegments<kType>(
             df, segs, kept.count, outs,
