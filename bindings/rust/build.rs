@@ -63,7 +63,8 @@ fn main() {
         .arg("-DCMAKE_POSITION_INDEPENDENT_CODE=ON")
         .arg("-DRLX_ATTN_MASK_BUILD_TESTS=OFF")
         .arg("-DRLX_ATTN_MASK_BUILD_BENCH=OFF")
-        .arg("-DRLX_ATTN_MASK_BUILD_EXAMPLES=OFF");
+        .arg("-DRLX_ATTN_MASK_BUILD_EXAMPLES=OFF")
+        .arg("-DRLX_ATTN_MASK_BUILD_TOOLS=OFF");
     if let Ok(extra) = env::var("RLX_ATTN_MASK_CMAKE_ARGS") {
         configure.args(extra.split_whitespace());
     }
@@ -95,6 +96,45 @@ fn main() {
         None => println!("cargo:rustc-link-lib=dylib=hwy"),
     }
     println!("cargo:rustc-link-lib=dylib=stdc++");
+
+    build_layout_shim(&cmake, &manifest_dir, &out_dir, &jobs);
+}
+
+/// The C side of the layout test (src/layout_tests.rs): layout/layout.c, a
+/// table of the C structs' sizes and offsets, built with the same cmake
+/// arguments (so a cross build reports the target's layout) and linked
+/// statically; only the tests reference it.
+fn build_layout_shim(cmake: &str, manifest_dir: &Path, out_dir: &Path, jobs: &str) {
+    let source = manifest_dir.join("layout");
+    println!("cargo:rerun-if-changed={}", source.display());
+    let build_dir = out_dir.join("layout-build");
+    let mut configure = Command::new(cmake);
+    configure
+        .arg("-S")
+        .arg(&source)
+        .arg("-B")
+        .arg(&build_dir)
+        .arg("-DCMAKE_BUILD_TYPE=Release");
+    if let Ok(extra) = env::var("RLX_ATTN_MASK_CMAKE_ARGS") {
+        configure.args(extra.split_whitespace());
+    }
+    run(&mut configure, "configuring the layout shim with cmake");
+    run(
+        Command::new(cmake)
+            .arg("--build")
+            .arg(&build_dir)
+            .arg("--parallel")
+            .arg(jobs),
+        "building the layout shim with cmake",
+    );
+    let lib_dir = find_library_dir(&build_dir, "librlx_layout_shim.a").unwrap_or_else(|| {
+        panic!(
+            "librlx_layout_shim.a not found under {}",
+            build_dir.display()
+        )
+    });
+    println!("cargo:rustc-link-search=native={}", lib_dir.display());
+    println!("cargo:rustc-link-lib=static=rlx_layout_shim");
 }
 
 /// The directory under `dir` (searched depth-first) holding `file`.

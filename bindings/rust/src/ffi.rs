@@ -30,6 +30,17 @@ pub const RLX_MASK_DECODE: rlx_mask_kind = 3;
 pub const RLX_MASK_KEEP_F32: rlx_mask_kind = 4;
 pub const RLX_MASK_KEEP_U8: rlx_mask_kind = 5;
 pub const RLX_MASK_BIAS: rlx_mask_kind = 6;
+pub const RLX_MASK_KEEP_BITS: rlx_mask_kind = 7;
+
+pub type rlx_dense_kind = c_uint;
+pub const RLX_DENSE_NONE: rlx_dense_kind = 0;
+pub const RLX_DENSE_KEEP_F32: rlx_dense_kind = 1;
+pub const RLX_DENSE_KEEP_U8: rlx_dense_kind = 2;
+pub const RLX_DENSE_KEEP_BITS: rlx_dense_kind = 3;
+pub const RLX_DENSE_BIAS: rlx_dense_kind = 4;
+
+/// `RLX_MAX_KEPT_INTERVALS`.
+pub const RLX_MAX_KEPT_INTERVALS: usize = 3;
 
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -57,9 +68,12 @@ pub struct rlx_score_view {
     pub strides: rlx_strides3,
 }
 
+/// Starts with `struct_size`, which must be `size_of::<rlx_mask_spec>()`
+/// (what the C header's `rlx_mask_spec_init` sets): [`rlx_mask_spec::new`].
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rlx_mask_spec {
+    pub struct_size: usize,
     pub kind: rlx_mask_kind,
     pub window: usize,
     pub past: usize,
@@ -68,13 +82,70 @@ pub struct rlx_mask_spec {
     pub shape: rlx_shape4,
     pub strides: rlx_strides3,
     pub query_offsets: *const i64,
+    pub window_keys: usize,
+    pub chunk: usize,
+    pub sink_keys: usize,
+    pub prefix_end: *const i64,
+    pub q_segment: *const i32,
+    pub k_segment: *const i32,
+    pub q_position: *const i64,
+    pub k_position: *const i64,
+    pub dense: rlx_dense_kind,
 }
 
+impl rlx_mask_spec {
+    /// `rlx_mask_spec_init`: kind NONE, every rule absent.
+    pub fn new() -> Self {
+        rlx_mask_spec {
+            struct_size: std::mem::size_of::<rlx_mask_spec>(),
+            kind: RLX_MASK_NONE,
+            window: 0,
+            past: 0,
+            upper: 0,
+            data: std::ptr::null(),
+            shape: rlx_shape4::default(),
+            strides: rlx_strides3::default(),
+            query_offsets: std::ptr::null(),
+            window_keys: 0,
+            chunk: 0,
+            sink_keys: 0,
+            prefix_end: std::ptr::null(),
+            q_segment: std::ptr::null(),
+            k_segment: std::ptr::null(),
+            q_position: std::ptr::null(),
+            k_position: std::ptr::null(),
+            dense: RLX_DENSE_NONE,
+        }
+    }
+}
+
+/// Starts with `struct_size` as [`rlx_mask_spec`] does:
+/// [`rlx_softmax_options::new`] is `rlx_softmax_options_init`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct rlx_softmax_options {
+    pub struct_size: usize,
     pub scale: f32,
     pub softcap: f32,
+    pub sink_logits: *const f32,
+    pub alibi_slopes: *const f32,
+    pub row_lse: *mut f32,
+    // C's bool (_Bool) has Rust bool's size and values.
+    pub zero_masked: bool,
+}
+
+impl rlx_softmax_options {
+    pub fn new() -> Self {
+        rlx_softmax_options {
+            struct_size: std::mem::size_of::<rlx_softmax_options>(),
+            scale: 1.0,
+            softcap: 0.0,
+            sink_logits: std::ptr::null(),
+            alibi_slopes: std::ptr::null(),
+            row_lse: std::ptr::null_mut(),
+            zero_masked: true,
+        }
+    }
 }
 
 #[repr(C)]
@@ -94,7 +165,7 @@ pub struct rlx_key_interval {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct rlx_kept_intervals {
-    pub intervals: [rlx_key_interval; 2],
+    pub intervals: [rlx_key_interval; RLX_MAX_KEPT_INTERVALS],
     pub count: usize,
 }
 
@@ -165,4 +236,18 @@ extern "C" {
         options: *const rlx_softmax_options,
         rows: *const rlx_row_range,
     ) -> rlx_status;
+}
+
+/// One row of the C side's layout table (layout/layout.c, built by
+/// build.rs): "sizeof T" or "T.field" and its value in bytes.
+#[cfg(test)]
+#[repr(C)]
+pub struct rlx_layout_entry {
+    pub name: *const std::os::raw::c_char,
+    pub value: usize,
+}
+
+#[cfg(test)]
+extern "C" {
+    pub fn rlx_rust_layout(n: *mut usize) -> *const rlx_layout_entry;
 }

@@ -44,10 +44,10 @@ const RLX_LADDER_COST_CUSTOM: c_uint = 2;
 
 /// `rlx_ladder_cost`.
 #[repr(C)]
-struct RawCost {
-    model: c_uint,
-    cost_fn: Option<RawCostFn>,
-    user_data: *mut c_void,
+pub(crate) struct RawCost {
+    pub(crate) model: c_uint,
+    pub(crate) cost_fn: Option<RawCostFn>,
+    pub(crate) user_data: *mut c_void,
 }
 
 extern "C" {

@@ -16,6 +16,8 @@ pub mod attn_mask;
 pub mod compile_cache;
 mod ffi;
 pub mod ladder_fit;
+#[cfg(test)]
+mod layout_tests;
 pub mod scores;
 pub mod targets;
 

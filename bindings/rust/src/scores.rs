@@ -55,6 +55,18 @@ impl Shape {
             k_len: self.k_len,
         }
     }
+    fn rows_checked(&self) -> Option<usize> {
+        self.batch.checked_mul(self.heads)?.checked_mul(self.q_len)
+    }
+    /// The word strides of a contiguous bit-packed mask of this shape.
+    fn bit_strides(self) -> ffi::rlx_strides3 {
+        let row = words(self.k_len);
+        ffi::rlx_strides3 {
+            batch: self.heads * self.q_len * row,
+            head: self.q_len * row,
+            row,
+        }
+    }
     fn contiguous_strides(self) -> ffi::rlx_strides3 {
         ffi::rlx_strides3 {
             batch: self.heads * self.q_len * self.k_len,
@@ -118,26 +130,34 @@ impl ScoreElement for F16 {
     const TYPE: ffi::rlx_score_type = ffi::RLX_SCORE_F16;
 }
 mod private {
+    pub trait SealedMask {}
+    impl SealedMask for super::Mask<'_> {}
+    impl SealedMask for super::MaskSpec<'_> {}
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for super::Bf16 {}
     impl Sealed for super::F16 {}
 }
 
-/// How scores are masked. Structured kinds are computed per row as at most
-/// two kept key intervals; dense kinds read a contiguous tensor of `Shape`
-/// (each extent the scores' or 1 = broadcast; k_len the scores').
+/// A mask kind (DESIGN.md, "Mask rules over logical positions"). Structured
+/// kinds are computed per row as a few kept key intervals; dense kinds read
+/// a contiguous tensor of `Shape` (each extent the scores' or 1 =
+/// broadcast; k_len the scores'). The rules (windows counted the peers'
+/// way, chunks, sinks, prefixes, segments, explicit positions, a dense part
+/// on top) are added with the `with_*` builders, which give a [`MaskSpec`].
 #[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
 pub enum Mask<'a> {
     None,
-    /// Keep `k <= abs_q`.
+    /// Keep `p_k <= p_q`.
     Causal,
-    /// Keep `abs_q - w <= k <= abs_q` (w + 1 keys; 0 = causal). RLX's
-    /// convention: llama.cpp / gemma.cpp / ONNX Runtime's window W is
-    /// `W - 1` here.
+    /// Keep `p_q - w <= p_k <= p_q` (w + 1 keys; 0 = causal): causal with
+    /// `window_keys = w + 1`. RLX's convention: llama.cpp / gemma.cpp / ONNX
+    /// Runtime's window W is `W - 1` here, or `Causal.with_window_keys(W)`.
     SlidingWindow(usize),
     /// The seed's decode mask: keep `[lo, past)` and `{upper}`; requires
-    /// `k_len == upper + 1`.
+    /// `k_len == upper + 1`. Logical positions: `p_k = k` for `k < past`,
+    /// slot `upper` at position `past`, `p_q = past`.
     Decode {
         past: usize,
         upper: usize,
@@ -149,39 +169,200 @@ pub enum Mask<'a> {
     KeepU8(&'a [u8], Shape),
     /// Dense additive bias (`-inf` masks).
     Bias(&'a [f32], Shape),
+    /// Dense bit-packed keep mask: a row is `ceil(k_len / 64)` words, key k
+    /// is bit `k % 64` of word `k / 64`.
+    KeepBits(&'a [u64], Shape),
 }
 
-impl Mask<'_> {
-    fn to_ffi(self, who: &str) -> Result<ffi::rlx_mask_spec, Error> {
-        let mut spec = ffi::rlx_mask_spec {
-            kind: ffi::RLX_MASK_NONE,
-            window: 0,
-            past: 0,
-            upper: 0,
-            data: std::ptr::null(),
-            shape: ffi::rlx_shape4::default(),
-            strides: ffi::rlx_strides3::default(),
-            query_offsets: std::ptr::null(),
-        };
-        let mut dense = |kind, data: *const c_void, len: usize, shape: Shape| {
-            // The library trusts the pointer to cover the mask's extents;
-            // a slice must prove it.
-            let need = shape.elements();
+/// The dense part of a [`MaskSpec`] on top of a structured kind.
+#[derive(Clone, Copy, Debug)]
+#[non_exhaustive]
+pub enum Dense<'a> {
+    Keep(&'a [f32], Shape),
+    KeepU8(&'a [u8], Shape),
+    KeepBits(&'a [u64], Shape),
+    Bias(&'a [f32], Shape),
+}
+
+/// A mask kind with its rules. A key is kept iff
+/// `valid AND same_segment AND (base OR sink) AND dense`, with
+/// `base = (causal OR prefix) AND window AND chunk` (rlx/scores.h). Build
+/// it from a [`Mask`] with the `with_*` methods (on either type); every
+/// array is checked against the tensor it is used with.
+#[derive(Clone, Copy, Debug)]
+pub struct MaskSpec<'a> {
+    kind: Mask<'a>,
+    query_offsets: Option<&'a [i64]>,
+    window_keys: usize,
+    chunk: usize,
+    sink_keys: usize,
+    prefix_end: Option<&'a [i64]>,
+    segments: Option<(&'a [i32], &'a [i32])>,
+    q_position: Option<&'a [i64]>,
+    k_position: Option<&'a [i64]>,
+    dense: Option<Dense<'a>>,
+}
+
+impl<'a> From<Mask<'a>> for MaskSpec<'a> {
+    fn from(kind: Mask<'a>) -> Self {
+        MaskSpec {
+            kind,
+            query_offsets: None,
+            window_keys: 0,
+            chunk: 0,
+            sink_keys: 0,
+            prefix_end: None,
+            segments: None,
+            q_position: None,
+            k_position: None,
+            dense: None,
+        }
+    }
+}
+
+// The builders, on MaskSpec and (starting a spec) on Mask.
+macro_rules! mask_builders {
+    ($self_:ident => $spec:expr) => {
+        /// Per-batch absolute position of query row 0 (`[batch]`, may be
+        /// negative); default `k_len - q_len`.
+        pub fn with_query_offsets($self_, offsets: &'a [i64]) -> MaskSpec<'a> {
+            MaskSpec { query_offsets: Some(offsets), ..$spec }
+        }
+        /// Window of W keys counting the query (`p_q - p_k < W`; 0 = none):
+        /// llama.cpp's, gemma.cpp's, vLLM's and ONNX Runtime's convention.
+        pub fn with_window_keys($self_, w: usize) -> MaskSpec<'a> {
+            MaskSpec { window_keys: w, ..$spec }
+        }
+        /// Chunks of C positions (`p_k / C == p_q / C`; 0 = none): Llama 4.
+        pub fn with_chunk($self_, c: usize) -> MaskSpec<'a> {
+            MaskSpec { chunk: c, ..$spec }
+        }
+        /// S attention-sink keys (`p_k < S`, `p_k <= p_q`) kept whatever the
+        /// window or chunk (StreamingLLM; 0 = none).
+        pub fn with_sink_keys($self_, s: usize) -> MaskSpec<'a> {
+            MaskSpec { sink_keys: s, ..$spec }
+        }
+        /// A bidirectional prefix per batch (`[batch]`): a query with
+        /// `p_q < P` also sees every key with `p_k < P` (Gemma 3, PaliGemma).
+        pub fn with_prefix($self_, prefix_end: &'a [i64]) -> MaskSpec<'a> {
+            MaskSpec { prefix_end: Some(prefix_end), ..$spec }
+        }
+        /// Segment ids (`[batch, q_len]`, `[batch, k_len]`): keep equal ids
+        /// only (packed documents).
+        pub fn with_segments($self_, q_segment: &'a [i32], k_segment: &'a [i32]) -> MaskSpec<'a> {
+            MaskSpec { segments: Some((q_segment, k_segment)), ..$spec }
+        }
+        /// Explicit logical positions (`[batch, q_len]`, `[batch, k_len]`);
+        /// `None` keeps that side implicit; `k_position < 0` is an empty
+        /// slot (paged or ring KV caches).
+        pub fn with_positions(
+            $self_,
+            q_position: Option<&'a [i64]>,
+            k_position: Option<&'a [i64]>,
+        ) -> MaskSpec<'a> {
+            MaskSpec { q_position, k_position, ..$spec }
+        }
+        /// A dense part on top of the rules (at most one per mask; not on a
+        /// dense kind).
+        pub fn with_dense($self_, dense: Dense<'a>) -> MaskSpec<'a> {
+            MaskSpec { dense: Some(dense), ..$spec }
+        }
+        pub fn with_keep($self_, m: &'a [f32], shape: Shape) -> MaskSpec<'a> {
+            $self_.with_dense(Dense::Keep(m, shape))
+        }
+        pub fn with_keep_u8($self_, m: &'a [u8], shape: Shape) -> MaskSpec<'a> {
+            $self_.with_dense(Dense::KeepU8(m, shape))
+        }
+        pub fn with_keep_bits($self_, words: &'a [u64], shape: Shape) -> MaskSpec<'a> {
+            $self_.with_dense(Dense::KeepBits(words, shape))
+        }
+        pub fn with_bias($self_, b: &'a [f32], shape: Shape) -> MaskSpec<'a> {
+            $self_.with_dense(Dense::Bias(b, shape))
+        }
+    };
+}
+
+impl<'a> MaskSpec<'a> {
+    mask_builders!(self => self);
+}
+
+impl<'a> Mask<'a> {
+    mask_builders!(self => MaskSpec::from(self));
+}
+
+/// What the kernels take as a mask: a [`Mask`] or a [`MaskSpec`].
+pub trait MaskLike: private::SealedMask {
+    #[doc(hidden)]
+    fn spec(&self) -> MaskSpec<'_>;
+}
+impl MaskLike for Mask<'_> {
+    fn spec(&self) -> MaskSpec<'_> {
+        MaskSpec::from(*self)
+    }
+}
+impl MaskLike for MaskSpec<'_> {
+    fn spec(&self) -> MaskSpec<'_> {
+        *self
+    }
+}
+
+/// The extents a mask's arrays must cover: `batches` batches of `q_len`
+/// queries and `k_len` keys.
+#[derive(Clone, Copy)]
+struct Extent {
+    batches: usize,
+    q_len: usize,
+    k_len: usize,
+}
+
+fn too_short(who: &str, what: &str, len: usize, need: Option<usize>) -> Error {
+    Error::invalid(format!(
+        "{who}: {what} has {len} elements, the tensor needs {need:?}"
+    ))
+}
+
+/// `Some(slice)` must hold at least `need` elements (None: overflow).
+fn covers<T>(who: &str, what: &str, slice: Option<&[T]>, need: Option<usize>) -> Result<(), Error> {
+    match slice {
+        Some(s) if !matches!(need, Some(n) if s.len() >= n) => {
+            Err(too_short(who, what, s.len(), need))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl MaskSpec<'_> {
+    fn to_ffi(&self, who: &str, extent: Extent) -> Result<ffi::rlx_mask_spec, Error> {
+        let mut spec = ffi::rlx_mask_spec::new();
+        // Dense data: the slice must cover the extents it is described with
+        // (the library trusts the pointer).
+        let dense = |spec: &mut ffi::rlx_mask_spec,
+                     data: *const c_void,
+                     len: usize,
+                     shape: Shape,
+                     bits: bool| {
+            let need = if bits {
+                shape
+                    .rows_checked()
+                    .and_then(|r| r.checked_mul(words(shape.k_len)))
+            } else {
+                shape.elements()
+            };
             if !matches!(need, Some(n) if len >= n) {
                 return Err(Error::invalid(format!(
                     "{who}: the dense mask has {len} elements, its shape {shape:?} needs {need:?}"
                 )));
             }
-            spec.kind = kind;
             spec.data = data;
             spec.shape = shape.to_ffi();
-            spec.strides = shape.contiguous_strides();
+            spec.strides = if bits {
+                shape.bit_strides()
+            } else {
+                shape.contiguous_strides()
+            };
             Ok(())
         };
-        match self {
-            Mask::Keep(m, s) => dense(ffi::RLX_MASK_KEEP_F32, m.as_ptr().cast(), m.len(), s)?,
-            Mask::KeepU8(m, s) => dense(ffi::RLX_MASK_KEEP_U8, m.as_ptr().cast(), m.len(), s)?,
-            Mask::Bias(m, s) => dense(ffi::RLX_MASK_BIAS, m.as_ptr().cast(), m.len(), s)?,
+        match self.kind {
             Mask::None => {}
             Mask::Causal => spec.kind = ffi::RLX_MASK_CAUSAL,
             Mask::SlidingWindow(w) => {
@@ -198,26 +379,166 @@ impl Mask<'_> {
                 spec.upper = upper;
                 spec.window = window;
             }
+            Mask::Keep(m, s) => {
+                spec.kind = ffi::RLX_MASK_KEEP_F32;
+                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+            }
+            Mask::KeepU8(m, s) => {
+                spec.kind = ffi::RLX_MASK_KEEP_U8;
+                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+            }
+            Mask::Bias(m, s) => {
+                spec.kind = ffi::RLX_MASK_BIAS;
+                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+            }
+            Mask::KeepBits(m, s) => {
+                spec.kind = ffi::RLX_MASK_KEEP_BITS;
+                dense(&mut spec, m.as_ptr().cast(), m.len(), s, true)?;
+            }
         }
+        if let Some(d) = self.dense {
+            if spec.data.is_null() {
+                match d {
+                    Dense::Keep(m, s) => {
+                        spec.dense = ffi::RLX_DENSE_KEEP_F32;
+                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                    }
+                    Dense::KeepU8(m, s) => {
+                        spec.dense = ffi::RLX_DENSE_KEEP_U8;
+                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                    }
+                    Dense::KeepBits(m, s) => {
+                        spec.dense = ffi::RLX_DENSE_KEEP_BITS;
+                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, true)?;
+                    }
+                    Dense::Bias(m, s) => {
+                        spec.dense = ffi::RLX_DENSE_BIAS;
+                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                    }
+                }
+            } else {
+                return Err(Error::invalid(format!(
+                    "{who}: the dense mask kind {:?} cannot take a second dense part",
+                    self.kind
+                )));
+            }
+        }
+        let Extent {
+            batches,
+            q_len,
+            k_len,
+        } = extent;
+        let per_q = batches.checked_mul(q_len);
+        let per_k = batches.checked_mul(k_len);
+        covers(who, "query_offsets", self.query_offsets, Some(batches))?;
+        covers(who, "prefix_end", self.prefix_end, Some(batches))?;
+        covers(who, "q_position", self.q_position, per_q)?;
+        covers(who, "k_position", self.k_position, per_k)?;
+        if let Some((q, k)) = self.segments {
+            covers(who, "q_segment", Some(q), per_q)?;
+            covers(who, "k_segment", Some(k), per_k)?;
+            spec.q_segment = q.as_ptr();
+            spec.k_segment = k.as_ptr();
+        }
+        let ptr = |s: Option<&[i64]>| s.map_or(std::ptr::null(), |s| s.as_ptr());
+        spec.query_offsets = ptr(self.query_offsets);
+        spec.prefix_end = ptr(self.prefix_end);
+        spec.q_position = ptr(self.q_position);
+        spec.k_position = ptr(self.k_position);
+        spec.window_keys = self.window_keys;
+        spec.chunk = self.chunk;
+        spec.sink_keys = self.sink_keys;
         Ok(spec)
     }
 }
 
-/// Scale and softcap of the masked softmax.
+/// ceil(k_len / 64): the words of one bit-packed row.
+fn words(k_len: usize) -> usize {
+    k_len / 64 + usize::from(k_len % 64 != 0)
+}
+
+/// Options of the masked softmax (DESIGN.md, "Softmax extensions"). Start
+/// from `SoftmaxOptions::default()` (scale 1, nothing else) and use the
+/// builders; the per-head arrays are checked against the tensor's heads.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SoftmaxOptions {
+#[non_exhaustive]
+pub struct SoftmaxOptions<'a> {
     /// Multiplies every score first.
     pub scale: f32,
     /// `c > 0`: `x -> c * tanh(x / c)`, after scale, before masking.
     pub softcap: f32,
+    /// Learned sink logit per head (gpt-oss): only in the denominator, so
+    /// rows sum to less than 1.
+    pub sink_logits: Option<&'a [f32]>,
+    /// ALiBi slope per head: `z += -slope_h * |p_q - p_k|`.
+    pub alibi_slopes: Option<&'a [f32]>,
+    /// false: masked keys are left unwritten (P x V over kept keys only).
+    pub zero_masked: bool,
 }
 
-impl Default for SoftmaxOptions {
+impl Default for SoftmaxOptions<'_> {
     fn default() -> Self {
         SoftmaxOptions {
             scale: 1.0,
             softcap: 0.0,
+            sink_logits: None,
+            alibi_slopes: None,
+            zero_masked: true,
         }
+    }
+}
+
+impl<'a> SoftmaxOptions<'a> {
+    pub fn with_scale(self, scale: f32) -> Self {
+        SoftmaxOptions { scale, ..self }
+    }
+    pub fn with_softcap(self, softcap: f32) -> Self {
+        SoftmaxOptions { softcap, ..self }
+    }
+    pub fn with_sink_logits(self, sink_logits: &'a [f32]) -> Self {
+        SoftmaxOptions {
+            sink_logits: Some(sink_logits),
+            ..self
+        }
+    }
+    pub fn with_alibi_slopes(self, alibi_slopes: &'a [f32]) -> Self {
+        SoftmaxOptions {
+            alibi_slopes: Some(alibi_slopes),
+            ..self
+        }
+    }
+    pub fn with_zero_masked(self, zero_masked: bool) -> Self {
+        SoftmaxOptions {
+            zero_masked,
+            ..self
+        }
+    }
+
+    fn to_ffi(
+        &self,
+        who: &str,
+        shape: Shape,
+        row_lse: Option<&mut [f32]>,
+    ) -> Result<ffi::rlx_softmax_options, Error> {
+        covers(who, "sink_logits", self.sink_logits, Some(shape.heads))?;
+        covers(who, "alibi_slopes", self.alibi_slopes, Some(shape.heads))?;
+        let mut o = ffi::rlx_softmax_options::new();
+        o.scale = self.scale;
+        o.softcap = self.softcap;
+        o.sink_logits = self.sink_logits.map_or(std::ptr::null(), |s| s.as_ptr());
+        o.alibi_slopes = self.alibi_slopes.map_or(std::ptr::null(), |s| s.as_ptr());
+        o.zero_masked = self.zero_masked;
+        if let Some(lse) = row_lse {
+            if lse.len() != shape.rows() {
+                return Err(Error::invalid(format!(
+                    "{who}: row_lse has {} elements, shape {shape:?} has {} rows",
+                    lse.len(),
+                    shape.rows()
+                )));
+            }
+            o.row_lse = lse.as_mut_ptr();
+        }
+        Ok(o)
     }
 }
 
@@ -248,92 +569,169 @@ fn row_range(rows: Range<usize>) -> ffi::rlx_row_range {
     }
 }
 
+fn extent_of(shape: Shape) -> Extent {
+    Extent {
+        batches: shape.batch,
+        q_len: shape.q_len,
+        k_len: shape.k_len,
+    }
+}
+
 /// Masked scores become `fill` (`f32::NEG_INFINITY` usually; `-1e9` is the
 /// RLX executor's); kept scores are untouched; a bias is added instead.
-pub fn apply_mask<T: ScoreElement>(
+pub fn apply_mask<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
-    mask: &Mask,
+    mask: &M,
     fill: f32,
 ) -> Result<(), Error> {
     apply_mask_rows(scores, shape, mask, 0..shape.rows(), fill)
 }
 
 /// [`apply_mask`] over the flattened rows `rows` only.
-pub fn apply_mask_rows<T: ScoreElement>(
+pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
-    mask: &Mask,
+    mask: &M,
     rows: Range<usize>,
     fill: f32,
 ) -> Result<(), Error> {
     let v = view("apply_mask", scores.as_mut_ptr(), scores.len(), shape)?;
-    let m = mask.to_ffi("apply_mask")?;
+    let m = mask.spec().to_ffi("apply_mask", extent_of(shape))?;
     let r = row_range(rows);
-    // SAFETY: v covers exactly `scores`, m's dense data covers its shape;
-    // both outlive the call.
+    // SAFETY: v covers exactly `scores`, m's arrays cover the tensor's
+    // extents; all outlive the call.
     check(unsafe { ffi::rlx_apply_mask(&v, &m, &r, fill) })
 }
 
-/// In place, per row: `p = softmax(mask(softcap(scale * s)))`. Masked
-/// positions come out exactly 0, a fully masked row all zeros, a kept row
+/// In place, per row: `p = softmax(mask(softcap(scale * s)) + alibi +
+/// bias)`. Masked positions come out exactly 0 (unwritten without
+/// `zero_masked`), a fully masked row all zeros, a kept row without sinks
 /// sums to 1 within 1e-6.
-pub fn masked_softmax<T: ScoreElement>(
+pub fn masked_softmax<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
-    mask: &Mask,
+    mask: &M,
     options: SoftmaxOptions,
 ) -> Result<(), Error> {
     masked_softmax_rows(scores, shape, mask, options, 0..shape.rows())
 }
 
 /// [`masked_softmax`] over the flattened rows `rows` only.
-pub fn masked_softmax_rows<T: ScoreElement>(
+pub fn masked_softmax_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
-    mask: &Mask,
+    mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
 ) -> Result<(), Error> {
-    let v = view("masked_softmax", scores.as_mut_ptr(), scores.len(), shape)?;
-    let m = mask.to_ffi("masked_softmax")?;
-    let o = ffi::rlx_softmax_options {
-        scale: options.scale,
-        softcap: options.softcap,
-    };
+    softmax_in_place("masked_softmax", scores, shape, mask, options, rows, None)
+}
+
+/// [`masked_softmax_rows`] that also writes each row's log-sum-exp
+/// (`M + log(denominator)`, `-inf` for a row with no kept key) into
+/// `row_lse[r]` for the call's rows `r` (`row_lse` has one entry per row of
+/// the tensor), so that parts of a row split over threads merge exactly:
+/// `p = p_part * exp(lse_part - lse_total)`.
+pub fn masked_softmax_rows_lse<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: &mut [f32],
+) -> Result<(), Error> {
+    softmax_in_place(
+        "masked_softmax_rows_lse",
+        scores,
+        shape,
+        mask,
+        options,
+        rows,
+        Some(row_lse),
+    )
+}
+
+fn softmax_in_place<T: ScoreElement, M: MaskLike>(
+    who: &str,
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: Option<&mut [f32]>,
+) -> Result<(), Error> {
+    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let m = mask.spec().to_ffi(who, extent_of(shape))?;
+    let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
-    // SAFETY: as in apply_mask_rows.
+    // SAFETY: as in apply_mask_rows; the options' arrays cover the heads and
+    // row_lse every row.
     check(unsafe { ffi::rlx_masked_softmax(&v, &m, &o, &r) })
 }
 
 /// [`masked_softmax`] from `input` into `output` (same shape), rows `rows`;
 /// other rows of `output` are not written.
-pub fn masked_softmax_into<T: ScoreElement>(
+pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
     shape: Shape,
-    mask: &Mask,
+    mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
 ) -> Result<(), Error> {
+    softmax_into(
+        "masked_softmax_into",
+        input,
+        output,
+        shape,
+        mask,
+        options,
+        rows,
+        None,
+    )
+}
+
+/// [`masked_softmax_into`] with the rows' log-sum-exp, as
+/// [`masked_softmax_rows_lse`].
+#[allow(clippy::too_many_arguments)]
+pub fn masked_softmax_into_lse<T: ScoreElement, M: MaskLike>(
+    input: &[T],
+    output: &mut [T],
+    shape: Shape,
+    mask: &M,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: &mut [f32],
+) -> Result<(), Error> {
+    softmax_into(
+        "masked_softmax_into_lse",
+        input,
+        output,
+        shape,
+        mask,
+        options,
+        rows,
+        Some(row_lse),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn softmax_into<T: ScoreElement, M: MaskLike>(
+    who: &str,
+    input: &[T],
+    output: &mut [T],
+    shape: Shape,
+    mask: &M,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: Option<&mut [f32]>,
+) -> Result<(), Error> {
     // The library only reads through the input view's pointer.
-    let i = view(
-        "masked_softmax_into",
-        input.as_ptr() as *mut T,
-        input.len(),
-        shape,
-    )?;
-    let out = view(
-        "masked_softmax_into",
-        output.as_mut_ptr(),
-        output.len(),
-        shape,
-    )?;
-    let m = mask.to_ffi("masked_softmax_into")?;
-    let o = ffi::rlx_softmax_options {
-        scale: options.scale,
-        softcap: options.softcap,
-    };
+    let i = view(who, input.as_ptr() as *mut T, input.len(), shape)?;
+    let out = view(who, output.as_mut_ptr(), output.len(), shape)?;
+    let m = mask.spec().to_ffi(who, extent_of(shape))?;
+    let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
     // SAFETY: as in apply_mask_rows; `input` and `output` are distinct
     // borrows, so they do not overlap.
@@ -341,12 +739,14 @@ pub fn masked_softmax_into<T: ScoreElement>(
 }
 
 /// The keys row `(batch_index, q)` of a tensor with `q_len` queries and
-/// `k_len` keys may attend to: at most two sorted, disjoint, non-empty
-/// ranges (the whole row for `None` and the dense kinds). Executors use it
+/// `k_len` keys may attend to: at most three sorted, disjoint, non-empty
+/// ranges (sink keys, the base rules' keys, the Decode token). Exact for
+/// implicit key positions without segments or a dense part (the whole row
+/// for `None` and the dense kinds); otherwise a superset. Executors use it
 /// to skip the masked part of P x V.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptKeys {
-    intervals: [Range<usize>; 2],
+    intervals: [Range<usize>; ffi::RLX_MAX_KEPT_INTERVALS],
     count: usize,
 }
 
@@ -354,7 +754,7 @@ impl KeptKeys {
     pub fn as_slice(&self) -> &[Range<usize>] {
         &self.intervals[..self.count]
     }
-    /// The number of kept keys.
+    /// The number of keys in the ranges.
     pub fn len(&self) -> usize {
         self.as_slice().iter().map(|r| r.len()).sum()
     }
@@ -363,21 +763,27 @@ impl KeptKeys {
     }
 }
 
-pub fn kept_keys(
-    mask: &Mask,
+pub fn kept_keys<M: MaskLike>(
+    mask: &M,
     batch_index: usize,
     q: usize,
     q_len: usize,
     k_len: usize,
 ) -> Result<KeptKeys, Error> {
-    let m = mask.to_ffi("kept_keys")?;
+    // The per-batch arrays must cover batch `batch_index`.
+    let extent = Extent {
+        batches: batch_index.saturating_add(1),
+        q_len,
+        k_len,
+    };
+    let m = mask.spec().to_ffi("kept_keys", extent)?;
     let mut out = ffi::rlx_kept_intervals::default();
     // SAFETY: valid pointers for the call's duration.
     check(unsafe { ffi::rlx_kept_keys(&m, batch_index, q, q_len, k_len, &mut out) })?;
     let range = |i: usize| out.intervals[i].begin..out.intervals[i].end;
     Ok(KeptKeys {
-        intervals: [range(0), range(1)],
-        count: out.count.min(2),
+        intervals: [range(0), range(1), range(2)],
+        count: out.count.min(ffi::RLX_MAX_KEPT_INTERVALS),
     })
 }
 
@@ -452,6 +858,149 @@ mod tests {
         .unwrap();
         let p: Vec<f32> = h.iter().map(|x| x.to_f32()).collect();
         assert_eq!(p[6..9], [0.0, 0.5, 0.5]);
+    }
+
+    /// The kept keys of every row of a `[1, 1, q_len, k_len]` tensor under
+    /// `mask`, as apply_mask leaves them; kept_keys must cover each row.
+    fn kept_sets<M: MaskLike>(mask: &M, q_len: usize, k_len: usize) -> Vec<Vec<usize>> {
+        let shape = Shape::new(1, 1, q_len, k_len);
+        let mut s = vec![1.0f32; q_len * k_len];
+        apply_mask(&mut s, shape, mask, -7.0).unwrap();
+        (0..q_len)
+            .map(|q| {
+                let row: Vec<usize> = (0..k_len).filter(|&k| s[q * k_len + k] == 1.0).collect();
+                let kept = kept_keys(mask, 0, q, q_len, k_len).unwrap();
+                for k in &row {
+                    assert!(kept.as_slice().iter().any(|r| r.contains(k)), "{kept:?}");
+                }
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn causal_with_window_keys_counts_the_query() {
+        // 4 queries at positions 2..5 over 6 keys, W = 3.
+        let sets = kept_sets(&Mask::Causal.with_window_keys(3), 4, 6);
+        assert_eq!(
+            sets,
+            vec![vec![0, 1, 2], vec![1, 2, 3], vec![2, 3, 4], vec![3, 4, 5]]
+        );
+        // RLX's SlidingWindow(w) is W = w + 1.
+        assert_eq!(kept_sets(&Mask::SlidingWindow(2), 4, 6), sets);
+        let kept = kept_keys(&Mask::Causal.with_window_keys(3), 0, 1, 4, 6).unwrap();
+        assert_eq!(kept.as_slice(), &[1..4]);
+    }
+
+    #[test]
+    fn chunks_split_at_multiples_of_c() {
+        let sets = kept_sets(&Mask::Causal.with_chunk(3), 7, 7);
+        assert_eq!(sets[2], vec![0, 1, 2]);
+        assert_eq!(sets[3], vec![3]);
+        assert_eq!(sets[5], vec![3, 4, 5]);
+        assert_eq!(sets[6], vec![6]);
+    }
+
+    #[test]
+    fn segments_keep_each_document_to_itself() {
+        let seg = [0, 0, 0, 1, 1];
+        let sets = kept_sets(&Mask::Causal.with_segments(&seg, &seg), 5, 5);
+        assert_eq!(
+            sets,
+            vec![vec![0], vec![0, 1], vec![0, 1, 2], vec![3], vec![3, 4]]
+        );
+    }
+
+    #[test]
+    fn sinks_window_and_the_decode_token_are_three_intervals() {
+        // Decode past 6 in bucket 9 (the token at position 6), 1 sink,
+        // W = 2: the sink, key 5 and the token.
+        let mask = Mask::Decode {
+            past: 6,
+            upper: 9,
+            window: 0,
+        }
+        .with_sink_keys(1)
+        .with_window_keys(2);
+        assert_eq!(kept_sets(&mask, 1, 10), vec![vec![0, 5, 9]]);
+        let kept = kept_keys(&mask, 0, 0, 1, 10).unwrap();
+        assert_eq!(kept.as_slice(), &[0..1, 5..6, 9..10]);
+        assert_eq!(kept.len(), 3);
+    }
+
+    #[test]
+    fn prefix_positions_and_dense_parts() {
+        // Gemma 3: bidirectional over the first 2 positions.
+        let prefix = [2i64];
+        let sets = kept_sets(&Mask::Causal.with_prefix(&prefix), 3, 3);
+        assert_eq!(sets, vec![vec![0, 1], vec![0, 1], vec![0, 1, 2]]);
+        // A paged cache: slot 2 empty, the query at position 2.
+        let k_pos = [3i64, 0, -1, 1, 2];
+        let q_pos = [2i64];
+        let mask = Mask::Causal.with_positions(Some(&q_pos), Some(&k_pos));
+        assert_eq!(kept_sets(&mask, 1, 5), vec![vec![1, 3, 4]]);
+        // Bits on causal, and the bit kind alone: a 70-key row.
+        let words = [0b100001u64, 0b10100001];
+        let bits_shape = Shape::new(1, 1, 1, 70);
+        let on_causal = Mask::Causal.with_keep_bits(&words, bits_shape);
+        assert_eq!(kept_sets(&on_causal, 1, 70), vec![vec![0, 5, 64, 69]]);
+        let alone = Mask::KeepBits(&words, bits_shape);
+        assert_eq!(kept_sets(&alone, 1, 70), vec![vec![0, 5, 64, 69]]);
+        // Too few words for the shape; a second dense part.
+        let e = apply_mask(
+            &mut [0.0f32; 70],
+            bits_shape,
+            &Mask::KeepBits(&words[..1], bits_shape),
+            0.0,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("dense mask has 1"), "{e}");
+        let e = kept_keys(
+            &Mask::KeepBits(&words, bits_shape).with_keep_bits(&words, bits_shape),
+            0,
+            0,
+            1,
+            70,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("second dense part"), "{e}");
+        // Arrays shorter than the tensor needs are errors before any call.
+        let e = kept_keys(&Mask::Causal.with_segments(&[0, 0], &[0; 3]), 0, 0, 2, 4).unwrap_err();
+        assert!(e.message().contains("k_segment has 3"), "{e}");
+        let e = kept_keys(&Mask::Causal.with_prefix(&prefix), 1, 0, 1, 4).unwrap_err();
+        assert!(e.message().contains("prefix_end has 1"), "{e}");
+    }
+
+    #[test]
+    fn softmax_options_are_checked_against_the_heads_and_rows() {
+        // Per-head arrays must cover the heads; row_lse every row.
+        let shape = Shape::new(1, 2, 1, 4);
+        let mut s = vec![0.0f32; 8];
+        let one = [0.0f32];
+        let e = masked_softmax(
+            &mut s,
+            shape,
+            &Mask::None,
+            SoftmaxOptions::default().with_sink_logits(&one),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("sink_logits has 1"), "{e}");
+        let e = masked_softmax_rows_lse(
+            &mut s,
+            shape,
+            &Mask::None,
+            SoftmaxOptions::default(),
+            0..2,
+            &mut [0.0; 1],
+        )
+        .unwrap_err();
+        assert!(e.message().contains("row_lse has 1"), "{e}");
+        assert_eq!(s, vec![0.0; 8]);
+        let o = SoftmaxOptions::default()
+            .with_scale(0.5)
+            .with_softcap(30.0)
+            .with_zero_masked(false);
+        assert_eq!((o.scale, o.softcap, o.zero_masked), (0.5, 30.0, false));
     }
 
     #[test]

@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
+/* Sizes and field offsets of the C API's structs and enums, as this C
+ * compiler lays them out, for the Rust crate's layout test to compare with
+ * its #[repr(C)] declarations (src/ffi.rs). Names are "sizeof T" and
+ * "T.field". */
+#include <stddef.h>
+
+#include "rlx/rlx_attn_mask.h"
+
+typedef struct {
+  const char* name;
+  size_t value;
+} rlx_layout_entry;
+
+#define RLX_SIZE(T) \
+  { "sizeof " #T, sizeof(T) }
+#define RLX_OFFSET(T, field) \
+  { #T "." #field, offsetof(T, field) }
+
+static const rlx_layout_entry kLayout[] = {
+    RLX_SIZE(rlx_status),
+    RLX_SIZE(rlx_score_type),
+    RLX_SIZE(rlx_mask_kind),
+    RLX_SIZE(rlx_dense_kind),
+    RLX_SIZE(bool),
+    RLX_SIZE(rlx_shape4),
+    RLX_SIZE(rlx_strides3),
+    RLX_SIZE(rlx_score_view),
+    RLX_OFFSET(rlx_score_view, data),
+    RLX_OFFSET(rlx_score_view, type),
+    RLX_OFFSET(rlx_score_view, shape),
+    RLX_OFFSET(rlx_score_view, strides),
+    RLX_SIZE(rlx_mask_spec),
+    RLX_OFFSET(rlx_mask_spec, struct_size),
+    RLX_OFFSET(rlx_mask_spec, kind),
+    RLX_OFFSET(rlx_mask_spec, window),
+    RLX_OFFSET(rlx_mask_spec, past),
+    RLX_OFFSET(rlx_mask_spec, upper),
+    RLX_OFFSET(rlx_mask_spec, data),
+    RLX_OFFSET(rlx_mask_spec, shape),
+    RLX_OFFSET(rlx_mask_spec, strides),
+    RLX_OFFSET(rlx_mask_spec, query_offsets),
+    RLX_OFFSET(rlx_mask_spec, window_keys),
+    RLX_OFFSET(rlx_mask_spec, chunk),
+    RLX_OFFSET(rlx_mask_spec, sink_keys),
+    RLX_OFFSET(rlx_mask_spec, prefix_end),
+    RLX_OFFSET(rlx_mask_spec, q_segment),
+    RLX_OFFSET(rlx_mask_spec, k_segment),
+    RLX_OFFSET(rlx_mask_spec, q_position),
+    RLX_OFFSET(rlx_mask_spec, k_position),
+    RLX_OFFSET(rlx_mask_spec, dense),
+    RLX_SIZE(rlx_softmax_options),
+    RLX_OFFSET(rlx_softmax_options, struct_size),
+    RLX_OFFSET(rlx_softmax_options, scale),
+    RLX_OFFSET(rlx_softmax_options, softcap),
+    RLX_OFFSET(rlx_softmax_options, sink_logits),
+    RLX_OFFSET(rlx_softmax_options, alibi_slopes),
+    RLX_OFFSET(rlx_softmax_options, row_lse),
+    RLX_OFFSET(rlx_softmax_options, zero_masked),
+    RLX_SIZE(rlx_row_range),
+    RLX_SIZE(rlx_key_interval),
+    RLX_SIZE(rlx_kept_intervals),
+    RLX_OFFSET(rlx_kept_intervals, intervals),
+    RLX_OFFSET(rlx_kept_intervals, count),
+    RLX_SIZE(rlx_ladder_cost),
+    RLX_OFFSET(rlx_ladder_cost, model),
+    RLX_OFFSET(rlx_ladder_cost, fn),
+    RLX_OFFSET(rlx_ladder_cost, user_data),
+    {"RLX_MAX_KEPT_INTERVALS", RLX_MAX_KEPT_INTERVALS},
+    {"RLX_MASK_KEEP_BITS", RLX_MASK_KEEP_BITS},
+    {"RLX_DENSE_BIAS", RLX_DENSE_BIAS},
+};
+
+const rlx_layout_entry* rlx_rust_layout(size_t* n);
+
+const rlx_layout_entry* rlx_rust_layout(size_t* n) {
+  *n = sizeof(kLayout) / sizeof(kLayout[0]);
+  return kLayout;
+}
