@@ -69,6 +69,11 @@ struct ScoreView {
   }
 };
 
+// The kinds are listed once more in src/mask_kind_list.h, from which the C
+// API's mapping and static_asserts, and the fuzzer's draws, are generated:
+// a kind added here must get its row there (and its RLX_MASK_ / RLX_DENSE_
+// constant in rlx/rlx_attn_mask.h); -Wswitch names every switch over the
+// list that does not handle it yet.
 enum class MaskKind : std::uint8_t {
   kNone,           // every key kept
   kCausal,         // keep k <= abs_q
