@@ -93,35 +93,41 @@ __int128 FloorDiv(__int128 a, __int128 c) {
 
 }  // namespace
 
+namespace {
+
+// Logical positions (DESIGN.md): explicit arrays, else the Decode layout,
+// else p_q = query_offset(b) + q and p_k = k (-1: an empty slot).
+__int128 QueryPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+                  std::size_t q) {
+  if (mask.q_position != nullptr) return mask.q_position[b * scores.q_len + q];
+  if (mask.kind == MaskKind::kDecode) return mask.past;
+  const std::int64_t offset = mask.query_offsets
+                                  ? mask.query_offsets[b]
+                                  : static_cast<std::int64_t>(scores.k_len) -
+                                        static_cast<std::int64_t>(scores.q_len);
+  return __int128{offset} + static_cast<__int128>(q);
+}
+
+__int128 KeyPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
+                std::size_t k) {
+  if (mask.k_position != nullptr) return mask.k_position[b * scores.k_len + k];
+  if (mask.kind == MaskKind::kDecode) {
+    return k < mask.past     ? static_cast<__int128>(k)
+           : k == mask.upper ? static_cast<__int128>(mask.past)
+                             : -1;
+  }
+  return k;
+}
+
+}  // namespace
+
 // DESIGN.md, "Mask rules over logical positions", term by term. 128-bit
 // arithmetic: no position difference can overflow.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k) {
   const bool decode = mask.kind == MaskKind::kDecode;
-  // Logical positions: explicit arrays, else the Decode layout, else
-  // p_q = query_offset(b) + q and p_k = k.
-  __int128 p_q;
-  if (mask.q_position != nullptr) {
-    p_q = mask.q_position[b * scores.q_len + q];
-  } else if (decode) {
-    p_q = mask.past;
-  } else {
-    const std::int64_t offset =
-        mask.query_offsets ? mask.query_offsets[b]
-                           : static_cast<std::int64_t>(scores.k_len) -
-                                 static_cast<std::int64_t>(scores.q_len);
-    p_q = __int128{offset} + static_cast<__int128>(q);
-  }
-  __int128 p_k;
-  if (mask.k_position != nullptr) {
-    p_k = mask.k_position[b * scores.k_len + k];
-  } else if (decode) {
-    p_k = k < mask.past     ? static_cast<__int128>(k)
-          : k == mask.upper ? static_cast<__int128>(mask.past)
-                            : -1;
-  } else {
-    p_k = k;
-  }
+  const __int128 p_q = QueryPos(mask, scores, b, q);
+  const __int128 p_k = KeyPos(mask, scores, b, k);
   const bool valid = p_k >= 0;
   const bool same_segment =
       mask.q_segment == nullptr || mask.q_segment[b * scores.q_len + q] ==
@@ -208,16 +214,29 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   }
 }
 
+double alibi_at(const MaskSpec& mask, const Shape4& scores,
+                const SoftmaxOptions& options, std::size_t b, std::size_t h,
+                std::size_t q, std::size_t k) {
+  if (options.alibi_slopes == nullptr) return 0.0;
+  const __int128 d = QueryPos(mask, scores, b, q) - KeyPos(mask, scores, b, k);
+  const double distance = static_cast<double>(d < 0 ? -d : d);
+  return -static_cast<double>(options.alibi_slopes[h]) * distance;
+}
+
+// DESIGN.md, "Softmax extensions (v2)": z = softcap(scale * s) + ALiBi +
+// bias over the kept keys; M = max(max_k z_k, sink); p_k = exp(z_k - M) /
+// (sum_k exp(z_k - M) + exp(sink - M)); lse = M + log(denominator).
 void masked_softmax(const ScoreView& in, const ScoreView& out,
                     const MaskSpec& mask, const SoftmaxOptions& options,
                     RowRange rows) {
   const Shape4& s = in.shape;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::vector<double> t(s.k_len);
   std::vector<bool> kept(s.k_len);
   for (std::size_t r = rows.begin; r < rows.end; ++r) {
     const std::size_t b = r / (s.heads * s.q_len), h = (r / s.q_len) % s.heads,
                       q = r % s.q_len;
-    double max = -std::numeric_limits<double>::infinity();
+    double max = -kInf;
     bool any_nan = false;
     for (std::size_t k = 0; k < s.k_len; ++k) {
       double x = Load(in, Offset(s, in.strides, b, h, q, k));
@@ -227,6 +246,7 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
       if (options.softcap > 0.0f) {
         x = options.softcap * std::tanh(x / options.softcap);
       }
+      x += alibi_at(mask, s, options, b, h, q, k);
       x += bias_at(mask, s, b, h, q, k);
       kept[k] = is_kept(mask, s, b, h, q, k);
       t[k] = x;
@@ -235,12 +255,17 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
         max = std::max(max, x);
       }
     }
-    const bool fully_masked = max == -std::numeric_limits<double>::infinity();
+    // No kept key (or every kept score -inf): zeros, sinks or not.
+    const bool fully_masked = max == -kInf;
+    const double sink =
+        options.sink_logits != nullptr ? options.sink_logits[h] : -kInf;
+    const double m = std::max(max, sink);
     double sum = 0.0;
     for (std::size_t k = 0; k < s.k_len; ++k) {
-      t[k] = (kept[k] && !fully_masked) ? std::exp(t[k] - max) : 0.0;
+      t[k] = (kept[k] && !fully_masked) ? std::exp(t[k] - m) : 0.0;
       sum += t[k];
     }
+    if (!fully_masked && sink != -kInf) sum += std::exp(sink - m);
     for (std::size_t k = 0; k < s.k_len; ++k) {
       // A kept NaN makes the whole row NaN (its kept keys), even when every
       // other kept score is -inf.
@@ -250,7 +275,15 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
       } else if (kept[k] && !fully_masked) {
         p = t[k] / sum;
       }
-      Store(out, Offset(s, out.strides, b, h, q, k), p);
+      if (kept[k] || options.zero_masked) {
+        Store(out, Offset(s, out.strides, b, h, q, k), p);
+      }
+    }
+    if (options.row_lse != nullptr) {
+      options.row_lse[r] = any_nan ? std::numeric_limits<float>::quiet_NaN()
+                           : fully_masked
+                               ? -std::numeric_limits<float>::infinity()
+                               : static_cast<float>(m + std::log(sum));
     }
   }
 }

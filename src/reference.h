@@ -31,8 +31,16 @@ float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                 float fill);
 
+// The ALiBi term -slope_h * |p_q - p_k| of (b, h, q, k) from logical
+// positions (0 without slopes), in double.
+double alibi_at(const MaskSpec& mask, const Shape4& scores,
+                const SoftmaxOptions& options, std::size_t b, std::size_t h,
+                std::size_t q, std::size_t k);
+
 // Masked softmax over `rows` in double precision, rounded once to the output
-// type. `in` and `out` may be the same view. Arguments are assumed valid.
+// type, with every SoftmaxOptions field: sinks, ALiBi, row_lse (written for
+// `rows`, rounded to f32) and zero_masked (false: masked keys not written).
+// `in` and `out` may be the same view. Arguments are assumed valid.
 void masked_softmax(const ScoreView& in, const ScoreView& out,
                     const MaskSpec& mask, const SoftmaxOptions& options,
                     RowRange rows);

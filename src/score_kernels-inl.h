@@ -64,6 +64,7 @@ constexpr std::size_t kTailVectors = 2;
 template <typename M>
 struct KeepSource {
   static constexpr bool kAdditive = false;
+  static constexpr bool kMasks = true;
   const M* HWY_RESTRICT m;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
@@ -75,6 +76,10 @@ struct KeepSource {
       const auto bytes = hn::PromoteTo(di32, hn::LoadU(du8, m + k));
       return hn::RebindMask(df, hn::Not(hn::Eq(bytes, hn::Zero(di32))));
     }
+  }
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return Keep(df, k);
   }
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
@@ -95,7 +100,14 @@ using KeepU8Source = KeepSource<std::uint8_t>;
 
 struct BiasSource {
   static constexpr bool kAdditive = true;
+  static constexpr bool kMasks = true;  // a -inf bias masks its key
   const float* HWY_RESTRICT bias;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return hn::Not(
+        hn::Eq(hn::LoadU(df, bias + k),
+               hn::Set(df, -std::numeric_limits<float>::infinity())));
+  }
   // A -inf bias masks its key whatever the score (+inf - inf would be NaN).
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
@@ -115,6 +127,11 @@ struct BiasSource {
 // Every key kept, no bias: None and the kept intervals of structured masks.
 struct NoSource {
   static constexpr bool kAdditive = false;
+  static constexpr bool kMasks = false;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t) const {
+    return hn::FirstN(df, hn::Lanes(df));
+  }
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF, std::size_t, hn::Vec<DF> t) const {
     return t;
@@ -131,11 +148,16 @@ struct NoSource {
 template <class Inner>
 struct KeptBytesSource {
   static constexpr bool kAdditive = Inner::kAdditive;
+  static constexpr bool kMasks = true;
   const std::uint8_t* HWY_RESTRICT bytes;
   Inner inner;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
     return KeepU8Source{bytes}.Keep(df, k);
+  }
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return hn::And(Keep(df, k), inner.Kept(df, k));
   }
   template <class DF>
   HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
@@ -153,6 +175,96 @@ struct KeptBytesSource {
     return {copy, inner.Tail(df, k, count, buffer)};
   }
 };
+
+// ALiBi (DESIGN.md, "Softmax extensions"): t - slope * |p_q - p_k| before
+// `inner` adjusts it (a bias after it, as ggml and BLOOM add theirs). With
+// implicit key positions a kept segment's keys sit at p_k = k + shift, so
+// the distance is |center - k| with center = p_q - shift, computed per
+// vector from an iota: nothing is materialised. ForSegment sets the
+// segment's center (the Decode token's segment has its own shift).
+template <class Inner>
+struct AlibiSource {
+  static constexpr bool kAdditive = true;
+  static constexpr bool kMasks = Inner::kMasks;
+  float neg_slope;
+  double p_q;     // the row's query position
+  double center;  // p_q - shift of the current segment
+  Inner inner;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return inner.Kept(df, k);
+  }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    const auto d = hn::Sub(
+        hn::Set(df, static_cast<float>(center - static_cast<double>(k))),
+        hn::Iota(df, 0));
+    return inner.Adjust(df, k,
+                        hn::MulAdd(hn::Abs(d), hn::Set(df, neg_slope), t));
+  }
+  template <class DF>
+  HWY_INLINE AlibiSource Tail(DF df, std::size_t k, std::size_t count,
+                              float* buffer) const {
+    return {neg_slope, p_q, center - static_cast<double>(k),
+            inner.Tail(df, k, count, buffer)};
+  }
+  HWY_INLINE AlibiSource ForShift(std::int64_t shift) const {
+    AlibiSource s = *this;
+    s.center = p_q - static_cast<double>(shift);
+    return s;
+  }
+};
+
+// ALiBi over explicit key positions (k_position): the distance of each key
+// is read per element into a vector on the stack (positions are int64, and
+// such rows are decided per element anyway). `limit` bounds the keys a tail
+// may read.
+template <class Inner>
+struct ExplicitAlibiSource {
+  static constexpr bool kAdditive = true;
+  static constexpr bool kMasks = Inner::kMasks;
+  float neg_slope;
+  double p_q;
+  const std::int64_t* HWY_RESTRICT k_position;
+  std::size_t limit;
+  Inner inner;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return inner.Kept(df, k);
+  }
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    HWY_ALIGN float distance[hn::MaxLanes(df)];
+    const std::size_t N = hn::Lanes(df);
+    for (std::size_t i = 0; i < N; ++i) {
+      distance[i] = i < limit
+                        ? static_cast<float>(std::fabs(
+                              p_q - static_cast<double>(k_position[k + i])))
+                        : 0.0f;
+    }
+    return inner.Adjust(
+        df, k, hn::MulAdd(hn::Load(df, distance), hn::Set(df, neg_slope), t));
+  }
+  template <class DF>
+  HWY_INLINE ExplicitAlibiSource Tail(DF df, std::size_t k, std::size_t count,
+                                      float* buffer) const {
+    return {neg_slope, p_q, k_position + k, count,
+            inner.Tail(df, k, count, buffer)};
+  }
+  HWY_INLINE ExplicitAlibiSource ForShift(std::int64_t) const { return *this; }
+};
+
+template <class Source>
+constexpr bool kIsKeptBytes = false;
+template <class Inner>
+constexpr bool kIsKeptBytes<KeptBytesSource<Inner>> = true;
+
+template <class Source>
+constexpr bool kHasShift = false;
+template <class Inner>
+constexpr bool kHasShift<AlibiSource<Inner>> = true;
+template <class Inner>
+constexpr bool kHasShift<ExplicitAlibiSource<Inner>> = true;
 
 // ------------------------------ apply_mask
 
@@ -332,7 +444,18 @@ struct Segment {
   const Elem<kType>* in;
   float* work;
   std::size_t k0, n;
+  std::int64_t shift = 0;  // p_k - k of its keys (implicit positions)
 };
+
+// The row's source as segment `seg` sees it (ALiBi: the segment's center).
+template <ScoreType kType, class Source>
+HWY_INLINE Source ForSegment(const Source& src, const Segment<kType>& seg) {
+  if constexpr (kHasShift<Source>) {
+    return src.ForShift(seg.shift);
+  } else {
+    return src;
+  }
+}
 
 // What pass 1 takes the maximum of. kRaw: the score itself (kNegated: its
 // negation), which suffices without a bias: rounding is monotone, so
@@ -347,10 +470,11 @@ enum class MaxOf { kRaw, kNegated, kRawCapped, kNegatedCapped, kTransformed };
 // Pass 1: the running maximum over one segment.
 template <ScoreType kType, MaxOf kMaxOf, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
-                                  const Source& src,
+                                  const Source& row_src,
                                   const SoftmaxOptions& options,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
+  const Source src = ForSegment(row_src, seg);
   const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
   const auto value = [&](hn::Vec<DF> x, const auto& source,
                          std::size_t k) RLX_INLINE_LAMBDA {
@@ -447,30 +571,51 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // rounding of the constants costs no accuracy); the caller takes this path
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
 // which never overflows on the way. Lane sums are widened into sum_lo and
-// sum_hi (AddWide) every kBlock steps (below).
-template <ScoreType kType, bool kPlain, class DF, class Source>
-HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
-                           const SoftmaxOptions& options, float max,
-                           detail::RowPrefetch& prefetch,
+// sum_hi (AddWide) every kBlock steps (below). kStore = false: the sums
+// alone (SegmentKeptProbs recomputes the values).
+//
+// The exp of N transformed scores x at key k of `source`, as above; the
+// constants come from ExpConstants.
+template <bool kPlain, class DF, class Source>
+HWY_INLINE hn::Vec<DF> ExpOf(DF df, hn::Vec<DF> x, const Source& source,
+                             std::size_t k, hn::Vec<DF> log2e,
+                             hn::Vec<DF> neg_max_log2e, hn::Vec<DF> max_v,
+                             const SoftmaxOptions& options) {
+  if constexpr (kPlain) {
+    return SoftmaxExp2(
+        df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
+  } else {
+    const auto t =
+        source.Adjust(df, k, Transform(df, x, options.scale, options.softcap));
+    return SoftmaxExp2(df, hn::Mul(hn::Sub(t, max_v), log2e));
+  }
+}
+
+// -max log2 e as the one-FMA argument of the plain path rounds it: the row's
+// sink term and log-sum-exp use this same constant (SoftmaxSegments).
+inline float NegMaxLog2e(float max) {
+  return static_cast<float>(-max * kLog2e);
+}
+
+template <ScoreType kType, bool kPlain, bool kStore = true, class DF,
+          class Source>
+HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
+                           const Source& row_src, const SoftmaxOptions& options,
+                           float max, detail::RowPrefetch& prefetch,
                            hn::Vec<WideTag<DF>>& sum_lo,
                            hn::Vec<WideTag<DF>>& sum_hi) {
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
+  const Source src = ForSegment(row_src, seg);
   const auto log2e =
       hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
-  const auto neg_max_log2e = hn::Set(df, static_cast<float>(-max * kLog2e));
+  const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
   const auto max_v = hn::Set(df, max);
-  const auto exp_at = [&](hn::Vec<DF> x, const auto& source,
-                          std::size_t k) RLX_INLINE_LAMBDA {
-    if constexpr (kPlain) {
-      return SoftmaxExp2(
-          df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
-    } else {
-      const auto t = source.Adjust(
-          df, k, Transform(df, x, options.scale, options.softcap));
-      return SoftmaxExp2(df, hn::Mul(hn::Sub(t, max_v), log2e));
-    }
-  };
+  const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
+                          RLX_INLINE_LAMBDA {
+                            return ExpOf<kPlain>(df, x, source, k, log2e,
+                                                 neg_max_log2e, max_v, options);
+                          };
   // Locals, so that the compiler need not reload them after every store
   // (work may be in: an in-place f32 row).
   const Elem<kType>* in = seg.in;
@@ -479,7 +624,7 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
   detail::RowPrefetch pf = prefetch;
   const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
     const auto e = exp_at(LoadRow<kType>(df, in + k), src, k0 + k);
-    hn::StoreU(e, df, work + k);
+    if constexpr (kStore) hn::StoreU(e, df, work + k);
     return e;
   };
   // `count` < N keys from k (the head before the first aligned store, or
@@ -489,7 +634,7 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg, const Source& src,
     const auto e = hn::IfThenElseZero(
         hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
                                       src.Tail(df, k0 + k, count, buffer), 0));
-    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+    if constexpr (kStore) StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
     return e;
   };
   // The head, the last (< 4) vectors and the tail share one sum.
@@ -536,6 +681,51 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
     StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);
   }
   if (k < n) partial(k, n - k);
+}
+
+// Stores the lanes of `v` that `kept` selects, of the first `count` (<= N),
+// as the row type at `out`; the other elements are not written, bit for bit.
+// Through stack buffers and a scalar copy: only rows whose masked keys must
+// stay unwritten take it, and the rounding is StoreRow's, as in every other
+// store of the row type.
+template <ScoreType kType, class DF>
+HWY_INLINE void StoreKeptLanes(DF df, hn::Vec<DF> v, hn::Mask<DF> kept,
+                               Elem<kType>* HWY_RESTRICT out,
+                               std::size_t count) {
+  HWY_ALIGN Elem<kType> values[hn::MaxLanes(df)];
+  HWY_ALIGN float flags[hn::MaxLanes(df)];
+  StoreRow<kType>(df, v, values);
+  hn::Store(hn::IfThenElseZero(kept, hn::Set(df, 1.0f)), df, flags);
+  for (std::size_t i = 0; i < count; ++i) {
+    if (flags[i] != 0.0f) out[i] = values[i];
+  }
+}
+
+// Pass 3 for rows whose masked keys must stay unwritten (zero_masked =
+// false with a per-element source): the exp values are recomputed (the
+// same arithmetic as SegmentExp's, so the kept keys come out bit for bit as
+// in the default mode) and only kept keys are stored.
+template <ScoreType kType, bool kPlain, class DF, class Source>
+HWY_NOINLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
+                                   const Source& row_src,
+                                   const SoftmaxOptions& options, float max,
+                                   float inv_sum, Elem<kType>* out) {
+  const std::size_t N = hn::Lanes(df);
+  const Source src = ForSegment(row_src, seg);
+  const auto log2e =
+      hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
+  const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
+  const auto max_v = hn::Set(df, max);
+  const auto inv = hn::Set(df, inv_sum);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  for (std::size_t k = 0; k < seg.n; k += N) {
+    const std::size_t count = std::min(N, seg.n - k);
+    const auto tail = src.Tail(df, seg.k0 + k, count, buffer);
+    const auto e = ExpOf<kPlain>(df, LoadRowTail<kType>(df, seg.in + k, count),
+                                 tail, 0, log2e, neg_max_log2e, max_v, options);
+    StoreKeptLanes<kType>(df, hn::Mul(e, inv), tail.Kept(df, 0), out + k,
+                          count);
+  }
 }
 
 // The maximum of the row's transformed kept scores: pass 1 over every
@@ -591,11 +781,12 @@ HWY_NOINLINE bool KeptNaN(DF df, const Segment<kType>* segs, std::size_t count,
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   for (std::size_t i = 0; i < count; ++i) {
     const Segment<kType>& seg = segs[i];
+    const Source seg_src = ForSegment(src, seg);
     for (std::size_t k = 0; k < seg.n; k += N) {
       const std::size_t n = std::min(N, seg.n - k);
       const auto x = LoadRowTail<kType>(df, seg.in + k, n);
       const auto t =
-          src.Tail(df, seg.k0 + k, n, buffer)
+          seg_src.Tail(df, seg.k0 + k, n, buffer)
               .Adjust(df, 0, Transform(df, x, options.scale, options.softcap));
       if (!hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)))) {
         return true;
@@ -605,60 +796,91 @@ HWY_NOINLINE bool KeptNaN(DF df, const Segment<kType>* segs, std::size_t count,
   return false;
 }
 
+// `value` on every kept key of the segments; masked keys within them get 0,
+// or stay unwritten when !zero_masked.
+template <ScoreType kType, class DF, class Source>
+HWY_NOINLINE void StoreKeptRow(DF df, const Segment<kType>* segs,
+                               std::size_t count, Elem<kType>* const* outs,
+                               const Source& src, bool zero_masked,
+                               float value) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  for (std::size_t i = 0; i < count; ++i) {
+    const Source seg_src = ForSegment(src, segs[i]);
+    for (std::size_t k = 0; k < segs[i].n; k += N) {
+      const std::size_t n = std::min(N, segs[i].n - k);
+      const auto kept = seg_src.Tail(df, segs[i].k0 + k, n, buffer).Kept(df, 0);
+      const auto v = hn::Set(df, value);
+      if (zero_masked) {
+        StoreRowTail<kType>(df, hn::IfThenElseZero(kept, v), outs[i] + k, n);
+      } else {
+        StoreKeptLanes<kType>(df, v, kept, outs[i] + k, n);
+      }
+    }
+  }
+}
+
 // A NaN row: NaN on every kept key, 0 on the masked keys of a dense mask
-// (those outside the segments of a structured mask are zero-filled by the
-// caller). Rare, so not tuned.
+// (unwritten when !zero_masked; those outside the segments of a structured
+// mask are the caller's). Rare, so not tuned.
 template <ScoreType kType, class DF, class Source>
 HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
                               std::size_t count, Elem<kType>* const* outs,
-                              const Source& src) {
-  const std::size_t N = hn::Lanes(df);
-  const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  for (std::size_t i = 0; i < count; ++i) {
-    for (std::size_t k = 0; k < segs[i].n; k += N) {
-      const std::size_t n = std::min(N, segs[i].n - k);
-      // Masked lanes adjust to -inf; kept ones to something finite.
-      const auto adjusted =
-          src.Tail(df, segs[i].k0 + k, n, buffer).Adjust(df, 0, hn::Zero(df));
-      const auto v = hn::IfThenZeroElse(
-          hn::Eq(adjusted, neg_inf),
-          hn::Set(df, std::numeric_limits<float>::quiet_NaN()));
-      StoreRowTail<kType>(df, v, outs[i] + k, n);
-    }
-  }
+                              const Source& src, bool zero_masked) {
+  StoreKeptRow(df, segs, count, outs, src, zero_masked,
+               std::numeric_limits<float>::quiet_NaN());
 }
 
 // The whole softmax of one row over its kept segments (at most
 // KeptKeys::kMaxIntervals; one whole-row segment for dense-only masks). `work`
 // holds exp values: the output row itself for f32, a scratch row for 16-bit
-// types. Masked keys outside the segments are zero-filled by the caller.
+// types. Masked keys outside the segments are the caller's (zero-filled in
+// the default mode). `sink` is the head's sink logit (-inf: none); the row's
+// log-sum-exp goes to *lse when lse is not null.
+//
+// With a sink the maximum is M = max(max_k t_k, sink) and the denominator
+// gains exp(sink - M), computed in double. On the plain path every exp
+// argument carries the rounding of -M log2 e (a common factor that cancels
+// in the normalisation): the sink term and the log-sum-exp are computed
+// with that same rounded constant, so that it still cancels.
 template <ScoreType kType, class DF, class Source>
 HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
                                 std::size_t count, Elem<kType>* const* outs,
                                 const Source& src,
-                                const SoftmaxOptions& options,
-                                detail::RowPrefetch& prefetch) {
+                                const SoftmaxOptions& options, float sink,
+                                float* lse, detail::RowPrefetch& prefetch) {
   constexpr bool kBias = Source::kAdditive;
-  const float max = RowMax<kType>(df, segs, count, src, options);
-  if (max == -std::numeric_limits<float>::infinity()) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  // Masked keys inside the segments must stay unwritten.
+  const bool blend = Source::kMasks && !options.zero_masked;
+  const float row_max = RowMax<kType>(df, segs, count, src, options);
+  if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
     if (KeptNaN<kType>(df, segs, count, src, options)) {
-      StoreNaNRow(df, segs, count, outs, src);
+      StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+      if (lse != nullptr) *lse = kNaN;
     } else {
-      for (std::size_t i = 0; i < count; ++i) {
-        FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
+      if (Source::kMasks) {
+        StoreKeptRow(df, segs, count, outs, src, options.zero_masked, 0.0f);
+      } else {
+        for (std::size_t i = 0; i < count; ++i) {
+          FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
+        }
       }
+      if (lse != nullptr) *lse = -kInf;
     }
     return;
   }
-  if (max == std::numeric_limits<float>::infinity()) {
+  if (row_max == kInf) {
     // A kept score is +inf after scaling (or overflowed to it): plain
     // softmax gives inf - inf = NaN.
-    StoreNaNRow(df, segs, count, outs, src);
+    StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+    if (lse != nullptr) *lse = kNaN;
     return;
   }
+  const float max = std::max(row_max, sink);
   // The one-FMA argument of SegmentExp rounds -max log2 e, which shifts
   // every argument by up to |max log2 e| 2^-24: a common factor that cancels
   // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
@@ -672,24 +894,52 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   for (std::size_t i = 0; i < count; ++i) {
     if (plain) {
-      SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch, sum_lo,
-                              sum_hi);
+      if (blend) {
+        SegmentExp<kType, true, false>(df, segs[i], src, options, max, prefetch,
+                                       sum_lo, sum_hi);
+      } else {
+        SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch,
+                                sum_lo, sum_hi);
+      }
     } else {
-      SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch, sum_lo,
-                               sum_hi);
+      if (blend) {
+        SegmentExp<kType, false, false>(df, segs[i], src, options, max,
+                                        prefetch, sum_lo, sum_hi);
+      } else {
+        SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch,
+                                 sum_lo, sum_hi);
+      }
     }
   }
-  const double sum = WideTotal(dd, sum_lo, sum_hi);
+  double sum = WideTotal(dd, sum_lo, sum_hi);
+  // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
+  constexpr double kLn2 = 0.693147180559945309417;
+  const double shift =
+      plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
+            : 0.0;
+  if (sink != -kInf) sum += std::exp(static_cast<double>(sink) - max + shift);
   if (!(sum > 0.0)) {
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
     // gives, but masked keys stay 0 (normalising them by NaN would not).
     // The maximum's own exp is ~1, so the sum is never 0 otherwise.
-    StoreNaNRow(df, segs, count, outs, src);
+    StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+    if (lse != nullptr) *lse = kNaN;
     return;
+  }
+  if (lse != nullptr) {
+    *lse = static_cast<float>(max + (std::log(sum) - shift));
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
   for (std::size_t i = 0; i < count; ++i) {
-    SegmentNormalize<kType>(df, segs[i].work, outs[i], segs[i].n, inv_sum);
+    if (!blend) {
+      SegmentNormalize<kType>(df, segs[i].work, outs[i], segs[i].n, inv_sum);
+    } else if (plain) {
+      SegmentKeptProbs<kType, true>(df, segs[i], src, options, max, inv_sum,
+                                    outs[i]);
+    } else {
+      SegmentKeptProbs<kType, false>(df, segs[i], src, options, max, inv_sum,
+                                     outs[i]);
+    }
   }
 }
 
@@ -767,24 +1017,51 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
+    const float sink = options.sink_logits != nullptr
+                           ? options.sink_logits[i.h]
+                           : -std::numeric_limits<float>::infinity();
+    float* lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
+    // ALiBi wraps the row's source: its term comes after the transform and
+    // before the bias or keep decision of `inner`.
+    const auto run = [&](const Segment<kType>* segs, std::size_t count,
+                         Elem<kType>* const* outs, const auto& inner) {
+      using Inner = std::decay_t<decltype(inner)>;
+      if (options.alibi_slopes == nullptr) {
+        SoftmaxSegments<kType>(df, segs, count, outs, inner, options, sink, lse,
+                               prefetch);
+        return;
+      }
+      const float neg_slope = -options.alibi_slopes[i.h];
+      const double p_q = static_cast<double>(
+          detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
+      if constexpr (kIsKeptBytes<Inner>) {
+        if (rules.explicit_keys) {
+          SoftmaxSegments<kType>(
+              df, segs, count, outs,
+              ExplicitAlibiSource<Inner>{
+                  neg_slope, p_q, mask.k_position + i.b * n,
+                  std::numeric_limits<std::size_t>::max(), inner},
+              options, sink, lse, prefetch);
+          return;
+        }
+      }
+      SoftmaxSegments<kType>(df, segs, count, outs,
+                             AlibiSource<Inner>{neg_slope, p_q, p_q, inner},
+                             options, sink, lse, prefetch);
+    };
     if (rules.dense_only) {
       const Segment<kType> whole{s, work, 0, n};
       switch (rules.dense) {
         case DenseKind::kKeepF32:
-          SoftmaxSegments<kType>(
-              df, &whole, 1, &o,
-              KeepF32Source{static_cast<const float*>(mask.data) + m}, options,
-              prefetch);
+          run(&whole, 1, &o,
+              KeepF32Source{static_cast<const float*>(mask.data) + m});
           continue;
         case DenseKind::kKeepU8:
-          SoftmaxSegments<kType>(
-              df, &whole, 1, &o,
-              KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
-              options, prefetch);
+          run(&whole, 1, &o,
+              KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m});
           continue;
         case DenseKind::kBias:
-          SoftmaxSegments<kType>(df, &whole, 1, &o, BiasSource{bias + m},
-                                 options, prefetch);
+          run(&whole, 1, &o, BiasSource{bias + m});
           continue;
         case DenseKind::kKeepBits:  // per element, below
         case DenseKind::kNone:      // not dense_only
@@ -795,34 +1072,34 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     Elem<kType>* outs[KeptKeys::kMaxIntervals];
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
-      segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size()};
+      // The Decode token at slot upper sits at position past.
+      const std::int64_t shift = rules.decode && iv.begin == mask.upper
+                                     ? static_cast<std::int64_t>(mask.past) -
+                                           static_cast<std::int64_t>(mask.upper)
+                                     : 0;
+      segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size(), shift};
       outs[j] = o + iv.begin;
     }
     if (rules.per_element) {
       detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
                            keep_bytes.data(), &keep_cache);
       if (rules.dense == DenseKind::kBias) {
-        SoftmaxSegments<kType>(
-            df, segs, kept.count, outs,
-            KeptBytesSource<BiasSource>{keep_bytes.data(), {bias + m}}, options,
-            prefetch);
+        run(segs, kept.count, outs,
+            KeptBytesSource<BiasSource>{keep_bytes.data(), {bias + m}});
       } else {
-        SoftmaxSegments<kType>(df, segs, kept.count, outs,
-                               KeptBytesSource<NoSource>{keep_bytes.data(), {}},
-                               options, prefetch);
+        run(segs, kept.count, outs,
+            KeptBytesSource<NoSource>{keep_bytes.data(), {}});
       }
     } else if (rules.dense == DenseKind::kBias) {
-      SoftmaxSegments<kType>(df, segs, kept.count, outs, BiasSource{bias + m},
-                             options, prefetch);
+      run(segs, kept.count, outs, BiasSource{bias + m});
     } else {
-      SoftmaxSegments<kType>(df, segs, kept.count, outs, NoSource{}, options,
-                             prefetch);
+      run(segs, kept.count, outs, NoSource{});
     }
     // The masked keys last (the fill never touches a kept key, so the
     // order does not change a result): its stores then drain while the
     // next row's max pass loads, instead of queueing in front of this
-    // row's exp stores.
-    FillMasked<kType>(o, n, kept, Elem<kType>{});
+    // row's exp stores. Kept-only writes leave them alone.
+    if (options.zero_masked) FillMasked<kType>(o, n, kept, Elem<kType>{});
   }
 }
 

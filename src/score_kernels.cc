@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -231,6 +232,26 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                 " is not a DenseKind");
 }
 
+// A per-head option array: every head's value must be a number, and finite
+// except for a -inf sink logit (no sink). Checked for every head up front, so
+// that nothing is written when one is bad.
+void CheckPerHead(const char* who, const char* name, const float* values,
+                  std::size_t heads, bool allow_neg_inf) {
+  if (values == nullptr) return;
+  for (std::size_t h = 0; h < heads; ++h) {
+    const float v = values[h];
+    const bool ok =
+        std::isfinite(v) ||
+        (allow_neg_inf && v == -std::numeric_limits<float>::infinity());
+    if (!ok) {
+      Fail(who, std::string(name) + "[" + std::to_string(h) + "] (head " +
+                    std::to_string(h) + ") is " + std::to_string(v) + ": " +
+                    (allow_neg_inf ? "must be finite or -inf (no sink)"
+                                   : "must be finite"));
+    }
+  }
+}
+
 }  // namespace
 
 KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
@@ -301,6 +322,10 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
   }
   CheckMask(kWho, mask, in.shape);
   CheckRows(kWho, in.shape, rows);
+  CheckPerHead(kWho, "sink_logits", options.sink_logits, in.shape.heads,
+               /*allow_neg_inf=*/true);
+  CheckPerHead(kWho, "alibi_slopes", options.alibi_slopes, in.shape.heads,
+               /*allow_neg_inf=*/false);
   if (rows.begin == rows.end) return;
   RLX_DYNAMIC_DISPATCH(MaskedSoftmax)(in, out, mask, options, rows);
 }
