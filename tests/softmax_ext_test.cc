@@ -1,0 +1,798 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The softmax extensions (DESIGN.md, "Softmax extensions (v2)"): learned
+// sink logits, in-kernel ALiBi, row log-sum-exp with the split-row merge,
+// and kept-only writes, on every compiled target and row type, against the
+// double-precision oracle (src/reference.cc) and against the formulations
+// the models' own code uses (gpt-oss: the sink as an extra column; ggml's
+// slopes; ALiBi as a materialised bias).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "rlx/score_kernels.h"
+#include "rlx/scores.h"
+#include "rlx/softmax_merge.h"
+#include "src/reference.h"
+#include "tests/error_of.h"
+#include "tests/per_target.h"
+#include "tests/score_check.h"
+
+namespace rlx {
+namespace {
+
+using ::rlx::testing::ErrorOf;
+using ::testing::HasSubstr;
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr ScoreType kTypes[] = {ScoreType::kF32, ScoreType::kBF16,
+                                ScoreType::kF16};
+
+// ggml's slopes, transcribed from ggml_soft_max (ggml.c / ggml-cpu):
+// n_head_log2 = 1 << floor(log2(n_head)), in f32 with powf.
+std::vector<float> GgmlSlopes(int n_head, float max_bias) {
+  const std::uint32_t n_head_log2 =
+      1u << static_cast<std::uint32_t>(std::floor(std::log2(n_head)));
+  const float m0 = powf(2.0f, -(max_bias) / n_head_log2);
+  const float m1 = powf(2.0f, -(max_bias / 2.0f) / n_head_log2);
+  std::vector<float> out;
+  for (int h = 0; h < n_head; ++h) {
+    out.push_back(static_cast<std::uint32_t>(h) < n_head_log2
+                      ? powf(m0, h + 1)
+                      : powf(m1, 2 * (h - static_cast<int>(n_head_log2)) + 1));
+  }
+  return out;
+}
+
+// A mask with every array it points to. `rules_only`: no dense part (so a
+// materialised ALiBi bias can be added on top).
+struct ExtMask {
+  MaskSpec mask;
+  std::vector<std::int64_t> offsets, prefix, q_pos, k_pos;
+  std::vector<std::int32_t> q_seg, k_seg;
+  std::vector<std::uint8_t> keep;
+  std::vector<std::uint64_t> bits;
+  std::vector<float> bias;
+  std::string name;
+  bool rules_only = true;
+};
+
+void RandomMask(std::mt19937_64& rng, const Shape4& s, ExtMask& m) {
+  const auto below = [&](std::size_t n) { return n == 0 ? 0 : rng() % n; };
+  const std::size_t n = s.k_len;
+  const std::size_t elems = s.batch * s.heads * s.q_len * n;
+  switch (rng() % 13) {
+    case 0:
+      m.mask = MaskSpec::none(), m.name = "none";
+      break;
+    case 1:
+      m.mask = MaskSpec::causal(), m.name = "causal";
+      break;
+    case 2:
+      m.mask = MaskSpec::sliding_window(below(n + 1)), m.name = "sliding";
+      break;
+    case 3: {
+      const std::size_t past = below(n);
+      m.mask = MaskSpec::decode(past, n - 1, rng() % 2 ? 0 : below(n + 1));
+      m.name = "decode(" + std::to_string(past) + ")";
+      break;
+    }
+    case 4:
+      m.mask = MaskSpec::causal().with_window_keys(1 + below(n + 1));
+      m.name = "causal+window_keys";
+      break;
+    case 5:
+      m.mask = MaskSpec::causal().with_chunk(1 + below(n + 1));
+      m.name = "causal+chunk";
+      break;
+    case 6:
+      m.prefix.resize(s.batch);
+      for (auto& v : m.prefix) v = static_cast<std::int64_t>(below(n + 2));
+      m.mask = MaskSpec::causal().with_prefix(m.prefix.data());
+      m.name = "causal+prefix";
+      break;
+    case 7:
+      m.mask = MaskSpec::sliding_window(below(n)).with_sink_keys(1 + below(3));
+      m.name = "sliding+sink_keys";
+      break;
+    case 8:
+      m.q_pos.resize(s.batch * s.q_len);
+      m.k_pos.resize(s.batch * n);
+      for (auto& v : m.q_pos) v = static_cast<std::int64_t>(below(n + 3));
+      for (auto& v : m.k_pos) {
+        v = rng() % 8 == 0 ? -1 : static_cast<std::int64_t>(below(n + 3));
+      }
+      m.mask =
+          MaskSpec::causal().with_positions(m.q_pos.data(), m.k_pos.data());
+      m.name = "causal+positions";
+      break;
+    case 9:
+      m.offsets.resize(s.batch);
+      for (auto& v : m.offsets) v = static_cast<std::int64_t>(below(2 * n)) - 3;
+      m.mask = MaskSpec::causal().with_query_offsets(m.offsets.data());
+      m.name = "causal+query_offsets";
+      break;
+    case 10:
+      m.q_seg.resize(s.batch * s.q_len);
+      m.k_seg.resize(s.batch * n);
+      for (auto& v : m.q_seg) v = static_cast<std::int32_t>(rng() % 2);
+      for (auto& v : m.k_seg) v = static_cast<std::int32_t>(rng() % 2);
+      m.mask = MaskSpec::causal().with_segments(m.q_seg.data(), m.k_seg.data());
+      m.name = "causal+segments";
+      break;
+    case 11:
+      m.keep.resize(elems);
+      for (auto& v : m.keep) v = rng() % 4 != 0;
+      m.mask = MaskSpec::keep(m.keep.data(), s), m.name = "keep_u8";
+      m.rules_only = false;
+      break;
+    default: {
+      const std::size_t words = (n + 63) / 64;
+      m.bits.resize(s.batch * s.heads * s.q_len * words);
+      for (auto& v : m.bits) v = rng() | rng();
+      m.bias.resize(elems);
+      for (auto& v : m.bias) {
+        v = rng() % 10 == 0 ? -kInf : static_cast<float>(rng() % 7) - 3.0f;
+      }
+      if (rng() % 2) {
+        m.mask =
+            MaskSpec::decode(below(n), n - 1).with_keep_bits(m.bits.data(), s);
+        m.name = "decode+keep_bits";
+      } else {
+        m.mask = MaskSpec::causal().with_bias(m.bias.data(), s);
+        m.name = "causal+bias";
+      }
+      m.rules_only = false;
+    }
+  }
+}
+
+testing::Tensor RandomScores(std::mt19937_64& rng, ScoreType type,
+                             const Shape4& s) {
+  testing::Tensor t = testing::MakeTensor(type, s, rng() % 3, rng() % 5);
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q)
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          testing::Set(t.view, testing::Offset(t.view, b, h, q, k),
+                       static_cast<float>(rng() % 2001) / 100.0f - 10.0f);
+        }
+  return t;
+}
+
+// The kernel result `got` against the oracle's `want` (both from `before`)
+// under the softmax bound of tests/score_check.h, where T, the largest
+// transformed |score|, also counts the ALiBi term, the bias and the sink:
+// each shifts the exp argument. Masked keys: +0 when options.zero_masked
+// (else not checked here); kept rows sum to at most 1 (exactly 1 within
+// 1e-6 without a sink). `lse` / `lse_want`: the row_lse outputs, compared
+// within the same bound plus their f32 rounding.
+std::string ExtMismatch(const ScoreView& before, const ScoreView& got,
+                        const ScoreView& want, const MaskSpec& mask,
+                        const SoftmaxOptions& options,
+                        const float* lse = nullptr,
+                        const float* lse_want = nullptr) {
+  const Shape4& s = before.shape;
+  const double type_rounding = got.type == ScoreType::kF32    ? 0.0
+                               : got.type == ScoreType::kBF16 ? 0x1p-7
+                                                              : 0x1p-10;
+  const double floor = got.type == ScoreType::kF16 ? 0x1p-24 : 2e-38;
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q) {
+        const std::size_t r = (b * s.heads + h) * s.q_len + q;
+        const std::string row = "row (" + std::to_string(b) + "," +
+                                std::to_string(h) + "," + std::to_string(q) +
+                                ")";
+        double t_max = 0.0, sum = 0.0;
+        bool any_kept = false;
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          if (!reference::is_kept(mask, s, b, h, q, k)) continue;
+          any_kept = true;
+          double t = testing::Get(before, testing::Offset(before, b, h, q, k)) *
+                     options.scale;
+          if (options.softcap > 0.0f) {
+            t = options.softcap * std::tanh(t / options.softcap);
+          }
+          t = std::fabs(t) +
+              std::fabs(reference::alibi_at(mask, s, options, b, h, q, k)) +
+              std::fabs(reference::bias_at(mask, s, b, h, q, k));
+          if (std::isfinite(t)) t_max = std::max(t_max, t);
+        }
+        if (options.sink_logits != nullptr &&
+            std::isfinite(options.sink_logits[h])) {
+          t_max = std::max(t_max, std::fabs(options.sink_logits[h]) + t_max);
+        }
+        const double rel = 0x1p-22 * (2.0 + 2.0 * t_max) + type_rounding;
+        bool row_nan = false;
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const double p = testing::Get(got, testing::Offset(got, b, h, q, k));
+          const double p_ref =
+              testing::Get(want, testing::Offset(want, b, h, q, k));
+          const std::string where = row + " key " + std::to_string(k) +
+                                    ": got " + testing::Num(p) + ", oracle " +
+                                    testing::Num(p_ref);
+          if (!reference::is_kept(mask, s, b, h, q, k)) {
+            if (options.zero_masked && (p != 0.0 || std::signbit(p))) {
+              return "masked " + where;
+            }
+            continue;
+          }
+          if (std::isnan(p_ref)) {
+            if (!std::isnan(p)) return "NaN did not propagate to " + where;
+            row_nan = true;
+            continue;
+          }
+          if (!(std::fabs(p - p_ref) <= p_ref * rel + floor)) {
+            return "out of bound at " + where;
+          }
+          sum += p;
+        }
+        if (any_kept && !row_nan && got.type == ScoreType::kF32) {
+          const bool sinks =
+              options.sink_logits != nullptr && options.sink_logits[h] != -kInf;
+          if (sinks ? !(sum <= 1.0 + 1e-6)
+                    : (sum > 0 && !(std::fabs(sum - 1.0) <= 1e-6))) {
+            return row + " sums to " + testing::Num(sum);
+          }
+        }
+        if (lse != nullptr) {
+          const double l = lse[r], l_ref = lse_want[r];
+          const std::string where = row + " lse: got " + testing::Num(l) +
+                                    ", oracle " + testing::Num(l_ref);
+          if (std::isnan(l_ref) || std::isinf(l_ref)) {
+            if (!(std::isnan(l) && std::isnan(l_ref)) && l != l_ref) {
+              return where;
+            }
+          } else if (!(std::fabs(l - l_ref) <= 0x1p-22 * (2.0 + 2.0 * t_max) +
+                                                   0x1p-23 * std::fabs(l_ref) +
+                                                   1e-30)) {
+            return where;
+          }
+        }
+      }
+  return "";
+}
+
+std::string ShapeName(const Shape4& s) {
+  return "[" + std::to_string(s.batch) + "," + std::to_string(s.heads) + "," +
+         std::to_string(s.q_len) + "," + std::to_string(s.k_len) + "]";
+}
+
+// Sink logits per head drawn from large, small, zero and -inf (no sink).
+std::vector<float> RandomSinks(std::mt19937_64& rng, std::size_t heads) {
+  static constexpr float kChoices[] = {-kInf, -30.0f, -2.0f, 0.0f,
+                                       0.5f,  3.0f,   25.0f, 1e4f};
+  std::vector<float> out(heads);
+  for (auto& v : out) v = kChoices[rng() % 8];
+  return out;
+}
+
+class SoftmaxExtTest : public testing::PerTargetTest {};
+RLX_INSTANTIATE_PER_TARGET(SoftmaxExtTest);
+
+// Sinks, ALiBi and row_lse, alone and together, on random masks, shapes and
+// views of every row type, against the oracle.
+TEST_P(SoftmaxExtTest, SinksAlibiAndLseMatchTheOracle) {
+  std::mt19937_64 rng(20261201);
+  const int iterations = testing::ScaledIterations(600);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 3, 1 + rng() % 4,
+                   1 + rng() % (it % 4 == 0 ? 300 : 40)};
+    ExtMask em;
+    RandomMask(rng, s, em);
+    const std::vector<float> sinks = RandomSinks(rng, s.heads);
+    const std::vector<float> slopes = alibi_slopes(s.heads, 8.0f);
+    std::vector<float> lse(s.rows(), 123.0f), lse_want(s.rows(), 456.0f);
+    SoftmaxOptions options;
+    options.scale = 0.5f;
+    options.softcap = rng() % 3 == 0 ? 5.0f : 0.0f;
+    const int which = static_cast<int>(rng() % 4);
+    if (which != 1) options.sink_logits = sinks.data();
+    if (which != 0) options.alibi_slopes = slopes.data();
+    options.row_lse = lse.data();
+    for (ScoreType type : kTypes) {
+      testing::Tensor t = RandomScores(rng, type, s);
+      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView got = testing::SameViewIn(t, got_bytes);
+      const ScoreView want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, em.mask, options);
+      SoftmaxOptions ref_options = options;
+      ref_options.row_lse = lse_want.data();
+      reference::masked_softmax(want, want, em.mask, ref_options,
+                                RowRange::all(s));
+      const std::string where = std::string(testing::TypeName(type)) + " " +
+                                em.name + " " + ShapeName(s) + " iteration " +
+                                std::to_string(it);
+      ASSERT_EQ(ExtMismatch(before, got, want, em.mask, options, lse.data(),
+                            lse_want.data()),
+                "")
+          << where;
+      testing::Tensor g{got_bytes, got};
+      g.view.data =
+          g.bytes.data() +
+          (static_cast<const std::uint8_t*>(got.data) - got_bytes.data());
+      ASSERT_EQ(testing::UntouchedOutside(g, g.view), "") << where;
+    }
+  }
+}
+
+// gpt-oss writes the sink as an extra column of the scores: softmax over
+// [scores, sink], then drop the column. The kernel's sinks agree with that.
+TEST_P(SoftmaxExtTest, SinksEqualTheExtraColumnFormulation) {
+  std::mt19937_64 rng(77);
+  for (std::size_t n : {1, 2, 7, 16, 33, 100, 257, 1000}) {
+    for (float sink : {-kInf, -50.0f, -3.0f, 0.0f, 2.5f, 12.0f, 80.0f}) {
+      const Shape4 s{1, 1, 1, n};
+      std::vector<float> scores(n), extra(n + 1);
+      for (std::size_t k = 0; k < n; ++k) {
+        scores[k] = static_cast<float>(rng() % 2001) / 100.0f - 10.0f;
+        extra[k] = scores[k];
+      }
+      extra[n] = sink;
+      const float sinks[] = {sink};
+      SoftmaxOptions options;
+      options.sink_logits = sinks;
+      masked_softmax(ScoreView::f32(scores.data(), s), MaskSpec::none(),
+                     options);
+      masked_softmax(ScoreView::f32(extra.data(), Shape4{1, 1, 1, n + 1}),
+                     MaskSpec::none());
+      double sum = 0;
+      for (std::size_t k = 0; k < n; ++k) {
+        ASSERT_NEAR(scores[k], extra[k], 1e-6 * extra[k] + 1e-37)
+            << "n " << n << " sink " << sink << " key " << k;
+        sum += scores[k];
+      }
+      EXPECT_LE(sum, 1.0 + 1e-6);
+      if (sink != -kInf) {
+        EXPECT_NEAR(sum, 1.0 - extra[n], 1e-6);
+      }
+    }
+  }
+}
+
+// A row with no kept key stays all zeros with a sink, and its lse is -inf;
+// so is a row whose kept scores are all -inf.
+TEST_P(SoftmaxExtTest, FullyMaskedRowsStayZeroWithSinks) {
+  for (ScoreType type : kTypes) {
+    const Shape4 s{1, 2, 3, 37};
+    testing::Tensor t = testing::MakeTensor(type, s, 1, 1);
+    for (std::size_t h = 0; h < 2; ++h)
+      for (std::size_t q = 0; q < 3; ++q)
+        for (std::size_t k = 0; k < 37; ++k) {
+          testing::Set(t.view, testing::Offset(t.view, 0, h, q, k),
+                       q == 2 ? -kInf : 1.0f);
+        }
+    std::vector<std::uint8_t> keep(37, 0);
+    keep[5] = 1;  // kept by row 1 only (below)
+    std::vector<float> bias(3 * 37, -kInf);
+    for (std::size_t k = 0; k < 37; ++k) bias[37 + k] = 0.0f;  // row 1 keeps
+    const float sinks[] = {3.0f, -1.0f};
+    const float slopes[] = {0.5f, 0.25f};
+    std::vector<float> lse(6, 0.0f);
+    SoftmaxOptions options;
+    options.sink_logits = sinks;
+    options.alibi_slopes = slopes;
+    options.row_lse = lse.data();
+    masked_softmax(t.view, MaskSpec::bias(bias.data(), Shape4{1, 1, 3, 37}),
+                   options);
+    for (std::size_t h = 0; h < 2; ++h) {
+      for (std::size_t q : {0, 2}) {
+        for (std::size_t k = 0; k < 37; ++k) {
+          const double p =
+              testing::Get(t.view, testing::Offset(t.view, 0, h, q, k));
+          ASSERT_TRUE(p == 0.0 && !std::signbit(p))
+              << testing::TypeName(type) << " h " << h << " q " << q;
+        }
+        EXPECT_EQ(lse[h * 3 + q], -kInf);
+      }
+      EXPECT_TRUE(std::isfinite(lse[h * 3 + 1]));
+    }
+  }
+}
+
+// ggml's slopes for 1..64 heads (powers of two and not) and several biases.
+TEST(AlibiSlopesTest, EqualGgmlsFormula) {
+  for (float max_bias : {8.0f, 0.0f, 1.0f, 5.5f, 16.0f}) {
+    for (int heads = 1; heads <= 64; ++heads) {
+      const std::vector<float> got = alibi_slopes(heads, max_bias);
+      const std::vector<float> want = GgmlSlopes(heads, max_bias);
+      ASSERT_EQ(got.size(), want.size());
+      for (int h = 0; h < heads; ++h) {
+        ASSERT_EQ(got[h], want[h])
+            << "heads " << heads << " head " << h << " max_bias " << max_bias;
+      }
+    }
+  }
+  // BLOOM's published slopes for 8 heads: 2^-1 .. 2^-8.
+  const std::vector<float> eight = alibi_slopes(8);
+  for (int h = 0; h < 8; ++h) EXPECT_EQ(eight[h], std::ldexp(1.0f, -(h + 1)));
+  // 12 heads: 8 from 2^-1 step, then 4 interleaved from 2^-0.5 step.
+  const std::vector<float> twelve = alibi_slopes(12);
+  EXPECT_FLOAT_EQ(twelve[8], std::pow(2.0f, -0.5f));
+  EXPECT_FLOAT_EQ(twelve[9], std::pow(2.0f, -1.5f));
+}
+
+TEST(AlibiSlopesTest, BadArgumentsAreNamedErrors) {
+  EXPECT_THAT(ErrorOf([] { alibi_slopes(0); }),
+              HasSubstr("alibi_slopes: heads is 0"));
+  for (float bad : {std::nanf(""), -1.0f, kInf, -kInf}) {
+    EXPECT_THAT(ErrorOf([&] { alibi_slopes(4, bad); }),
+                HasSubstr("alibi_slopes: max_bias"))
+        << bad;
+  }
+}
+
+// In-kernel ALiBi equals the oracle given -slope |p_q - p_k| as a
+// materialised bias, with every rule and the Decode layout (whose new token
+// is at distance 0).
+TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
+  std::mt19937_64 rng(4242);
+  const int iterations = testing::ScaledIterations(400);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 4, 1 + rng() % 3,
+                   1 + rng() % (it % 3 == 0 ? 200 : 30)};
+    ExtMask em;
+    do {
+      em = ExtMask{};
+      RandomMask(rng, s, em);
+    } while (!em.rules_only);
+    const std::vector<float> slopes =
+        alibi_slopes(s.heads, static_cast<float>(rng() % 9));
+    SoftmaxOptions options;
+    options.scale = 0.25f;
+    options.alibi_slopes = slopes.data();
+    // The bias the oracle is given: -slope_h |p_q - p_k|, per (b, h, q, k).
+    std::vector<float> bias(s.batch * s.heads * s.q_len * s.k_len);
+    for (std::size_t b = 0; b < s.batch; ++b)
+      for (std::size_t h = 0; h < s.heads; ++h)
+        for (std::size_t q = 0; q < s.q_len; ++q)
+          for (std::size_t k = 0; k < s.k_len; ++k) {
+            bias[((b * s.heads + h) * s.q_len + q) * s.k_len + k] =
+                static_cast<float>(
+                    reference::alibi_at(em.mask, s, options, b, h, q, k));
+          }
+    const MaskSpec with_bias = em.mask.with_bias(bias.data(), s);
+    SoftmaxOptions plain = options;
+    plain.alibi_slopes = nullptr;
+    for (ScoreType type : kTypes) {
+      testing::Tensor t = RandomScores(rng, type, s);
+      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView got = testing::SameViewIn(t, got_bytes);
+      const ScoreView want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, em.mask, options);
+      reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
+      ASSERT_EQ(ExtMismatch(before, got, want, with_bias, plain), "")
+          << testing::TypeName(type) << " " << em.name << " " << ShapeName(s)
+          << " iteration " << it;
+    }
+  }
+}
+
+// The Decode layout: the new token at slot upper is at distance 0, so it
+// gets no ALiBi penalty; a key at slot k < past gets slope (past - k).
+TEST_P(SoftmaxExtTest, AlibiDecodeTokenIsAtDistanceZero) {
+  const std::size_t past = 5, upper = 40;
+  std::vector<float> scores(upper + 1, 0.0f);
+  const float slopes[] = {1.0f};
+  SoftmaxOptions options;
+  options.alibi_slopes = slopes;
+  masked_softmax(ScoreView::f32(scores.data(), Shape4{1, 1, 1, upper + 1}),
+                 MaskSpec::decode(past, upper), options);
+  double denominator = 1.0;  // the token
+  for (std::size_t k = 0; k < past; ++k) denominator += std::exp(-(5.0 - k));
+  EXPECT_NEAR(scores[upper], 1.0 / denominator, 1e-6);
+  for (std::size_t k = 0; k < past; ++k) {
+    EXPECT_NEAR(scores[k], std::exp(-(5.0 - k)) / denominator, 1e-6) << k;
+  }
+  for (std::size_t k = past; k < upper; ++k) EXPECT_EQ(scores[k], 0.0f);
+}
+
+// Splits rows of `s` (batch 1) at key `split` into two parts whose masks
+// keep the whole row's positions (explicit positions, or query_offsets for
+// shift-invariant rules), runs each with row_lse, merges, and compares with
+// the unsplit result.
+std::string SplitMismatch(ScoreType type, const Shape4& s, std::size_t split,
+                          bool explicit_positions, std::size_t window,
+                          const float* sinks, bool sinks_in_merge,
+                          const float* slopes, std::mt19937_64& rng) {
+  testing::Tensor t = RandomScores(rng, type, s);
+  const std::size_t n = s.k_len;
+  // The whole row: causal, optionally windowed, from query offset n - q_len.
+  std::vector<std::int64_t> q_pos(s.q_len), k_pos(n);
+  for (std::size_t q = 0; q < s.q_len; ++q) q_pos[q] = n - s.q_len + q;
+  for (std::size_t k = 0; k < n; ++k) k_pos[k] = k;
+  MaskSpec whole = MaskSpec::causal().with_window_keys(window);
+  SoftmaxOptions options;
+  options.sink_logits = sinks;
+  options.alibi_slopes = slopes;
+  std::vector<float> lse_whole(s.rows());
+  options.row_lse = lse_whole.data();
+  std::vector<std::uint8_t> whole_bytes, want_bytes, before_bytes;
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView got = testing::SameViewIn(t, whole_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  masked_softmax(got, whole, options);
+  std::vector<float> lse_want(s.rows());
+  SoftmaxOptions ref_options = options;
+  ref_options.row_lse = lse_want.data();
+  reference::masked_softmax(want, want, whole, ref_options, RowRange::all(s));
+  // The parts, in place in a copy of the scores.
+  std::vector<std::uint8_t> parts_bytes;
+  const ScoreView parts_view = testing::SameViewIn(t, parts_bytes);
+  const std::size_t es = testing::ElemSize(type);
+  std::vector<float> lse_a(s.rows()), lse_b(s.rows()), lse_merged(s.rows());
+  std::vector<std::int64_t> offset_a{static_cast<std::int64_t>(n - s.q_len)},
+      offset_b{static_cast<std::int64_t>(n - s.q_len) -
+               static_cast<std::int64_t>(split)};
+  SoftmaxPart parts[2];
+  const std::size_t begins[] = {0, split}, ends[] = {split, n};
+  for (int p = 0; p < 2; ++p) {
+    ScoreView v = parts_view;
+    v.data = static_cast<std::uint8_t*>(v.data) + begins[p] * es;
+    v.shape.k_len = ends[p] - begins[p];
+    MaskSpec m = MaskSpec::causal().with_window_keys(window);
+    m = explicit_positions
+            ? m.with_positions(q_pos.data(), k_pos.data() + begins[p])
+            : m.with_query_offsets(p == 0 ? offset_a.data() : offset_b.data());
+    SoftmaxOptions o = options;
+    o.row_lse = p == 0 ? lse_a.data() : lse_b.data();
+    // One part carries the sinks (the first: with a causal mask and no
+    // window it has a kept key whenever the row has one), or the merge adds
+    // them.
+    o.sink_logits = (!sinks_in_merge && p == 0) ? sinks : nullptr;
+    masked_softmax(v, m, o);
+    parts[p] = {v, o.row_lse};
+  }
+  merge_softmax_parts(parts, lse_merged.data(),
+                      sinks_in_merge ? sinks : nullptr);
+  // The merged parts against the oracle (one more rounding than unsplit:
+  // the bound's 2 + 2T has room for it), and the merged lse.
+  std::string e = ExtMismatch(before, parts_view, want, whole, options,
+                              lse_merged.data(), lse_want.data());
+  if (!e.empty()) return "merged: " + e;
+  return ExtMismatch(before, got, want, whole, options, lse_whole.data(),
+                     lse_want.data());
+}
+
+TEST_P(SoftmaxExtTest, SplitAndMergeEqualsTheWholeRowAtEverySplit) {
+  std::mt19937_64 rng(99);
+  const float sinks[] = {1.5f, -kInf};
+  const float slopes[] = {0.125f, 0.5f};
+  for (ScoreType type : kTypes) {
+    for (std::size_t n : {2, 9, 20}) {
+      const Shape4 s{1, 2, 3, n};
+      for (std::size_t split = 1; split < n; ++split) {
+        for (int variant = 0; variant < 4; ++variant) {
+          const bool explicit_positions = variant & 1;
+          // A window can leave the first part without a kept key: then the
+          // merge adds the sinks.
+          const bool sinks_in_merge = variant & 2;
+          const std::size_t window = variant == 3 ? n / 2 : 0;
+          ASSERT_EQ(SplitMismatch(type, s, split, explicit_positions, window,
+                                  sinks, sinks_in_merge,
+                                  variant == 0 ? nullptr : slopes, rng),
+                    "")
+              << testing::TypeName(type) << " n " << n << " split " << split
+              << " variant " << variant;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(SoftmaxExtTest, SplitAndMergeEqualsTheWholeRowOnLongRows) {
+  std::mt19937_64 rng(1234);
+  const float sinks[] = {4.0f};
+  const float slopes[] = {0.001f};
+  const int iterations = testing::ScaledIterations(12);
+  for (int it = 0; it < iterations; ++it) {
+    const std::size_t n = 1000 + rng() % 9000;
+    const std::size_t split = 1 + rng() % (n - 1);
+    const ScoreType type = kTypes[it % 3];
+    ASSERT_EQ(
+        SplitMismatch(type, Shape4{1, 1, 1 + rng() % 2, n}, split, it % 2 == 0,
+                      it % 4 == 1 ? n / 3 : 0, sinks, it % 3 == 2, slopes, rng),
+        "")
+        << testing::TypeName(type) << " n " << n << " split " << split;
+  }
+}
+
+// A part with no kept key (lse -inf) is left as zeros and the others carry
+// the row; a row with no kept key anywhere stays zeros with lse -inf.
+TEST(SoftmaxMergeTest, HandlesPartsWithNoKeptKey) {
+  std::vector<float> a{0.0f, 0.0f}, b{0.25f, 0.75f};
+  const float lse_a[] = {-kInf}, lse_b[] = {std::log(2.0f)};
+  const SoftmaxPart parts[] = {
+      {ScoreView::f32(a.data(), Shape4{1, 1, 1, 2}), lse_a},
+      {ScoreView::f32(b.data(), Shape4{1, 1, 1, 2}), lse_b}};
+  float merged = 0;
+  merge_softmax_parts(parts, &merged);
+  EXPECT_EQ(a[0], 0.0f);
+  EXPECT_EQ(a[1], 0.0f);
+  EXPECT_FLOAT_EQ(b[0], 0.25f);
+  EXPECT_FLOAT_EQ(b[1], 0.75f);
+  EXPECT_FLOAT_EQ(merged, std::log(2.0f));
+  const float none[] = {-kInf};
+  const SoftmaxPart empty[] = {
+      {ScoreView::f32(a.data(), Shape4{1, 1, 1, 2}), none},
+      {ScoreView::f32(a.data(), Shape4{1, 1, 1, 2}), none}};
+  merge_softmax_parts(empty, &merged);
+  EXPECT_EQ(merged, -kInf);
+  EXPECT_EQ(a[0], 0.0f);
+}
+
+TEST(SoftmaxMergeTest, BadPartsAreNamedErrorsAndWriteNothing) {
+  std::vector<float> a{0.5f, 0.5f}, b{0.5f, 0.5f, 0.5f, 0.5f};
+  std::vector<std::uint16_t> c(2, 0);
+  const float lse[] = {0.0f, 0.0f};
+  const SoftmaxPart ok{ScoreView::f32(a.data(), Shape4{1, 1, 1, 2}), lse};
+  const auto err = [&](std::initializer_list<SoftmaxPart> parts) {
+    return ErrorOf([&] {
+      merge_softmax_parts(
+          std::span<const SoftmaxPart>(parts.begin(), parts.size()));
+    });
+  };
+  EXPECT_THAT(ErrorOf([] { merge_softmax_parts({}); }),
+              HasSubstr("merge_softmax_parts: no parts"));
+  EXPECT_THAT(err({ok, {ScoreView::f32(b.data(), Shape4{1, 2, 1, 2}), lse}}),
+              HasSubstr("part 1 shape [1, 2, 1, 2] differs from part 0's "
+                        "[1, 1, 1, 2]"));
+  EXPECT_THAT(err({ok,
+                   {ScoreView::bf16s(reinterpret_cast<bf16*>(c.data()),
+                                     Shape4{1, 1, 1, 2}),
+                    lse}}),
+              HasSubstr("part 1 type 1 differs from part 0's 0"));
+  EXPECT_THAT(err({ok, {ok.probs, nullptr}}),
+              HasSubstr("part 1 row_lse is null"));
+  EXPECT_THAT(err({{ScoreView::f32(nullptr, Shape4{1, 1, 1, 2}), lse}}),
+              HasSubstr("part 0 probs.data is null"));
+  const float nan_sink[] = {std::nanf("")};
+  EXPECT_THAT(ErrorOf([&] {
+                const SoftmaxPart one[] = {ok};
+                merge_softmax_parts(one, nullptr, nan_sink);
+              }),
+              HasSubstr("sink_logits[0] (head 0) is nan"));
+  EXPECT_EQ(a[0], 0.5f);
+  EXPECT_EQ(b[0], 0.5f);
+}
+
+// zero_masked = false: masked keys keep their bits (in place: the scores;
+// out of place: whatever out held), kept keys are bit for bit the default
+// mode's; on random masks (dense, bit, bias, positions, segments) with
+// sinks and ALiBi, every row type.
+TEST_P(SoftmaxExtTest, KeptOnlyWritesLeaveMaskedKeysAlone) {
+  std::mt19937_64 rng(555);
+  const int iterations = testing::ScaledIterations(300);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 3, 1 + rng() % 3,
+                   1 + rng() % (it % 4 == 0 ? 300 : 40)};
+    ExtMask em;
+    RandomMask(rng, s, em);
+    const std::vector<float> sinks = RandomSinks(rng, s.heads);
+    const std::vector<float> slopes = alibi_slopes(s.heads);
+    SoftmaxOptions def;
+    def.scale = 0.5f;
+    def.softcap = rng() % 3 == 0 ? 4.0f : 0.0f;
+    if (rng() % 2) def.sink_logits = sinks.data();
+    if (rng() % 2) def.alibi_slopes = slopes.data();
+    SoftmaxOptions kept_only = def;
+    kept_only.zero_masked = false;
+    for (ScoreType type : kTypes) {
+      testing::Tensor t = RandomScores(rng, type, s);
+      const std::size_t es = testing::ElemSize(type);
+      // Each mode runs on the same buffer (the same alignment: on AVX-512
+      // the head before the first aligned vector sums apart, so rows at
+      // other alignments may round their sums differently).
+      std::vector<std::uint8_t> bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView in_place = testing::SameViewIn(t, bytes);
+      masked_softmax(in_place, em.mask, def);
+      const std::vector<std::uint8_t> full_bytes = bytes;
+      std::copy(t.bytes.begin(), t.bytes.end(), bytes.begin());
+      masked_softmax(in_place, em.mask, kept_only);
+      // Out of place into a tensor of sentinels, likewise.
+      testing::Tensor sentinel = testing::MakeTensor(type, s, 0, 0);
+      std::vector<std::uint8_t> out_bytes = sentinel.bytes;
+      ScoreView out = sentinel.view;
+      out.data =
+          out_bytes.data() + (static_cast<std::uint8_t*>(sentinel.view.data) -
+                              sentinel.bytes.data());
+      masked_softmax(before, out, em.mask, def, RowRange::all(s));
+      const std::vector<std::uint8_t> full_out_bytes = out_bytes;
+      std::copy(sentinel.bytes.begin(), sentinel.bytes.end(),
+                out_bytes.begin());
+      masked_softmax(before, out, em.mask, kept_only, RowRange::all(s));
+      const std::string where = std::string(testing::TypeName(type)) + " " +
+                                em.name + " " + ShapeName(s) + " iteration " +
+                                std::to_string(it);
+      const auto at =
+          [](const std::vector<std::uint8_t>& v, const ScoreView& view,
+             const std::vector<std::uint8_t>& view_bytes, std::size_t off) {
+            return v.data() +
+                   (static_cast<const std::uint8_t*>(view.data) -
+                    view_bytes.data()) +
+                   off;
+          };
+      for (std::size_t b = 0; b < s.batch; ++b)
+        for (std::size_t h = 0; h < s.heads; ++h)
+          for (std::size_t q = 0; q < s.q_len; ++q)
+            for (std::size_t k = 0; k < s.k_len; ++k) {
+              const std::size_t off = testing::Offset(before, b, h, q, k) * es;
+              const std::size_t out_off = testing::Offset(out, b, h, q, k) * es;
+              const bool kept = reference::is_kept(em.mask, s, b, h, q, k);
+              const std::uint8_t* got = at(bytes, in_place, bytes, off);
+              const std::uint8_t* expected =
+                  kept ? at(full_bytes, in_place, bytes, off)
+                       : at(before_bytes, before, before_bytes, off);
+              ASSERT_EQ(std::memcmp(got, expected, es), 0)
+                  << where << " in place, key " << k
+                  << (kept ? " kept" : " masked");
+              const std::uint8_t* got_out =
+                  at(out_bytes, out, out_bytes, out_off);
+              if (kept) {
+                ASSERT_EQ(std::memcmp(
+                              got_out,
+                              at(full_out_bytes, out, out_bytes, out_off), es),
+                          0)
+                    << where << " out of place, kept key " << k;
+              } else {
+                for (std::size_t i = 0; i < es; ++i) {
+                  ASSERT_EQ(got_out[i], testing::kSentinel)
+                      << where << " out of place, masked key " << k;
+                }
+              }
+            }
+    }
+  }
+}
+
+// NaN (or +inf) sinks and non-finite slopes: a named error naming the head
+// and value, and nothing written.
+TEST_P(SoftmaxExtTest, BadSinksAndSlopesAreNamedErrorsAndWriteNothing) {
+  std::vector<float> scores(3 * 5, 1.0f);
+  const std::vector<float> copy = scores;
+  std::vector<float> lse(3, 7.0f);
+  const ScoreView v = ScoreView::f32(scores.data(), Shape4{1, 3, 1, 5});
+  const float nan = std::nanf("");
+  const float bad_sinks[] = {0.0f, nan, 1.0f};
+  const float inf_sinks[] = {0.0f, 0.0f, kInf};
+  const float bad_slopes[] = {0.5f, 0.25f, nan};
+  const float inf_slopes[] = {kInf, 0.25f, 0.5f};
+  SoftmaxOptions o;
+  o.row_lse = lse.data();
+  o.sink_logits = bad_sinks;
+  EXPECT_THAT(ErrorOf([&] { masked_softmax(v, MaskSpec::causal(), o); }),
+              HasSubstr("masked_softmax: sink_logits[1] (head 1) is nan"));
+  o.sink_logits = inf_sinks;
+  EXPECT_THAT(ErrorOf([&] { masked_softmax(v, MaskSpec::causal(), o); }),
+              HasSubstr("sink_logits[2] (head 2) is inf"));
+  o.sink_logits = nullptr;
+  o.alibi_slopes = bad_slopes;
+  EXPECT_THAT(ErrorOf([&] { masked_softmax(v, MaskSpec::none(), o); }),
+              HasSubstr("masked_softmax: alibi_slopes[2] (head 2) is nan"));
+  o.alibi_slopes = inf_slopes;
+  EXPECT_THAT(ErrorOf([&] { masked_softmax(v, MaskSpec::none(), o); }),
+              HasSubstr("alibi_slopes[0] (head 0) is inf"));
+  EXPECT_EQ(scores, copy);
+  EXPECT_EQ(lse, std::vector<float>(3, 7.0f));
+  // -inf sinks are no sink: accepted.
+  const float no_sinks[] = {-kInf, -kInf, -kInf};
+  o.alibi_slopes = nullptr;
+  o.sink_logits = no_sinks;
+  masked_softmax(v, MaskSpec::none(), o);
+  EXPECT_NEAR(scores[0], 0.2f, 1e-6);
+  EXPECT_NEAR(lse[0], 1.0f + std::log(5.0f), 1e-6);
+}
+
+}  // namespace
+}  // namespace rlx
