@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// libFuzzer target: decodes a shape, strides, a mask kind with its
-// parameters, softmax options and score values from the input, then runs
-// apply_mask and masked_softmax on every supported target and compares each
-// with the scalar oracle (tests/score_check.h). Also feeds bad arguments,
-// among them extents and strides whose element count or byte span exceeds
-// PTRDIFF_MAX (no such tensor exists; offsets into it would wrap), and
+// libFuzzer target: decodes a shape, strides, a mask kind drawn from the one
+// list (src/mask_kind_list.h) with its parameters, any combination of the
+// rules (query offsets, window_keys, chunk, sinks, prefix, segments,
+// explicit positions with empty slots, a dense part of every dense kind on
+// top), softmax options and score values from the input, then runs
+// apply_mask, masked_softmax and kept_keys on every supported target and
+// compares each with the scalar oracle (tests/score_check.h). Also feeds bad
+// arguments, among them extents and strides whose element count or byte span
+// exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap), and
 // checks they throw std::invalid_argument and touch no memory: nothing is
 // written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
@@ -23,6 +26,7 @@
 
 #include "rlx/score_kernels.h"
 #include "rlx/targets.h"
+#include "src/mask_kind_list.h"
 #include "src/reference.h"
 #include "tests/score_check.h"
 
@@ -75,16 +79,89 @@ struct Case {
   MaskSpec mask;
   SoftmaxOptions options;
   float fill;
-  std::vector<float> dense;            // kKeepF32 / kBias values
-  std::vector<std::uint8_t> dense_u8;  // kKeepU8 values
-  std::vector<std::int64_t> offsets;
+  // What the mask points to.
+  std::vector<float> dense;            // keep_f32 / bias values
+  std::vector<std::uint8_t> dense_u8;  // keep_u8 values
+  std::vector<std::uint64_t> bits;     // keep_bits words
+  std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
+  std::vector<std::int32_t> q_segment, k_segment;
   std::vector<float> scores;  // contiguous [b, h, q, k]
 };
+
+// Sets a dense part of kind `dense` (any but kNone) with values drawn from
+// `r`: the mask's own kind when `as_kind`, else on top of c.mask's rules.
+// Each of batch, heads and q is the scores' extent or 1 (broadcast).
+void DrawDense(Reader& r, Case& c, DenseKind dense, bool as_kind) {
+  const Shape4 m{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
+                 r.Bit() ? c.shape.q_len : 1, c.shape.k_len};
+  const std::size_t rows = m.batch * m.heads * m.q_len;
+  const std::size_t n = rows * m.k_len;
+  switch (dense) {
+    case DenseKind::kNone:
+      return;
+    case DenseKind::kKeepF32: {
+      const float values[] = {0.0f,
+                              1.0f,
+                              0.5f,
+                              0.49999997f,
+                              std::numeric_limits<float>::quiet_NaN(),
+                              -3.0f,
+                              2.0f,
+                              1.0f};
+      for (std::size_t i = 0; i < n; ++i)
+        c.dense.push_back(values[r.Byte() % 8]);
+      c.mask = as_kind ? MaskSpec::keep(c.dense.data(), m)
+                       : c.mask.with_keep(c.dense.data(), m);
+      return;
+    }
+    case DenseKind::kKeepU8:
+      for (std::size_t i = 0; i < n; ++i) {
+        c.dense_u8.push_back(r.Bit() ? static_cast<std::uint8_t>(r.Byte()) : 0);
+      }
+      c.mask = as_kind ? MaskSpec::keep(c.dense_u8.data(), m)
+                       : c.mask.with_keep(c.dense_u8.data(), m);
+      return;
+    case DenseKind::kKeepBits: {
+      // Words of random bytes, or all ones / all zeros; bits past k_len are
+      // set too (they must be ignored).
+      const std::size_t words = (m.k_len + 63) / 64;
+      for (std::size_t i = 0; i < rows * words; ++i) {
+        const std::uint32_t tag = r.Byte() % 4;
+        std::uint64_t w = tag == 0 ? 0 : ~std::uint64_t{0};
+        if (tag >= 2) {
+          for (int byte = 0; byte < 8; ++byte) {
+            w = (w << 8) | r.Byte();
+          }
+        }
+        c.bits.push_back(w);
+      }
+      c.mask = as_kind ? MaskSpec::keep_bits(c.bits.data(), m)
+                       : c.mask.with_keep_bits(c.bits.data(), m);
+      return;
+    }
+    case DenseKind::kBias:
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint32_t b = r.Byte();
+        c.dense.push_back(b % 5 == 0 ? -std::numeric_limits<float>::infinity()
+                                     : (static_cast<float>(b) - 128) / 16);
+      }
+      c.mask = as_kind ? MaskSpec::bias(c.dense.data(), m)
+                       : c.mask.with_bias(c.dense.data(), m);
+      return;
+  }
+}
+
+// A logical position near the keys: [-3, k_len + 3).
+std::int64_t Position(Reader& r, std::size_t k_len) {
+  return static_cast<std::int64_t>(r.Pick(k_len + 6)) - 3;
+}
 
 Case Decode(Reader& r) {
   Case c;
   c.type = static_cast<ScoreType>(r.Pick(3));
-  const auto kind = static_cast<MaskKind>(r.Pick(7));
+  // Every kind of the one list (src/mask_kind_list.h), never a hard-coded
+  // count; the switch below has no default, so -Wswitch names a new kind.
+  const MaskKind kind = kinds::kAllMaskKinds[r.Pick(kinds::kMaskKindCount)];
   c.shape = {1 + r.Pick(3), 1 + r.Pick(3), 1 + r.Pick(4), 1 + r.Pick(80)};
   if (r.Byte() == 0x80) c.shape.k_len += r.Pick(2000);  // sometimes long
   c.gap = r.Pick(3);
@@ -95,88 +172,123 @@ Case Decode(Reader& r) {
       c.mask = MaskSpec::none();
       break;
     case MaskKind::kCausal:
+      c.mask = MaskSpec::causal();
+      break;
     case MaskKind::kSlidingWindow:
-      c.mask = kind == MaskKind::kCausal
-                   ? MaskSpec::causal()
-                   : MaskSpec::sliding_window(r.Pick(k_len + 3));
-      if (r.Bit()) {
-        for (std::size_t b = 0; b < c.shape.batch; ++b) {
-          c.offsets.push_back(static_cast<std::int64_t>(r.Pick(k_len + 12)) -
-                              6);
-        }
-      }
+      c.mask = MaskSpec::sliding_window(r.Pick(k_len + 3));
       break;
     case MaskKind::kDecode:
       c.mask = MaskSpec::decode(r.Pick(k_len), k_len - 1, r.Pick(k_len + 2));
       break;
-    default: {
-      // Each of batch, heads, q: the scores' extent or 1 (broadcast).
-      const Shape4 m{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
-                     r.Bit() ? c.shape.q_len : 1, k_len};
-      const std::size_t n = m.batch * m.heads * m.q_len * m.k_len;
-      if (kind == MaskKind::kKeepU8) {
-        for (std::size_t i = 0; i < n; ++i) {
-          c.dense_u8.push_back(r.Bit() ? static_cast<std::uint8_t>(r.Byte())
-                                       : 0);
-        }
-        c.mask = MaskSpec::keep(c.dense_u8.data(), m);
-      } else {
-        for (std::size_t i = 0; i < n; ++i) {
-          const std::uint32_t b = r.Byte();
-          if (kind == MaskKind::kKeepF32) {
-            const float values[] = {0.0f,
-                                    1.0f,
-                                    0.5f,
-                                    0.49999997f,
-                                    std::numeric_limits<float>::quiet_NaN(),
-                                    -3.0f,
-                                    2.0f,
-                                    1.0f};
-            c.dense.push_back(values[b % 8]);
-          } else {
-            c.dense.push_back(b % 5 == 0
-                                  ? -std::numeric_limits<float>::infinity()
-                                  : (static_cast<float>(b) - 128) / 16);
-          }
-        }
-        c.mask = kind == MaskKind::kKeepF32 ? MaskSpec::keep(c.dense.data(), m)
-                                            : MaskSpec::bias(c.dense.data(), m);
+    case MaskKind::kKeepF32:
+    case MaskKind::kKeepU8:
+    case MaskKind::kBias:
+    case MaskKind::kKeepBits:
+      DrawDense(r, c, kinds::DenseOf(kind), /*as_kind=*/true);
+      break;
+  }
+  // The rules, each present or not, on every kind. One flag byte: bit i
+  // draws rule i.
+  const std::uint32_t rules = r.Byte();
+  if (rules & 1) {
+    for (std::size_t b = 0; b < c.shape.batch; ++b) {
+      c.offsets.push_back(static_cast<std::int64_t>(r.Pick(k_len + 12)) - 6);
+    }
+    c.mask = c.mask.with_query_offsets(c.offsets.data());
+  }
+  if (rules & 2) c.mask = c.mask.with_window_keys(1 + r.Pick(k_len + 2));
+  if (rules & 4) c.mask = c.mask.with_chunk(1 + r.Pick(k_len + 2));
+  if (rules & 8) c.mask = c.mask.with_sink_keys(1 + r.Pick(5));
+  if (rules & 16) {
+    for (std::size_t b = 0; b < c.shape.batch; ++b) {
+      c.prefix_end.push_back(Position(r, k_len));
+    }
+    c.mask = c.mask.with_prefix(c.prefix_end.data());
+  }
+  if (rules & 32) {
+    for (std::size_t i = 0; i < c.shape.batch * c.shape.q_len; ++i) {
+      c.q_segment.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    for (std::size_t i = 0; i < c.shape.batch * k_len; ++i) {
+      c.k_segment.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    c.mask = c.mask.with_segments(c.q_segment.data(), c.k_segment.data());
+  }
+  if (rules & 64) {  // explicit positions: q, k or both
+    const std::uint32_t sides = 1 + r.Pick(3);
+    if (sides & 1) {
+      for (std::size_t i = 0; i < c.shape.batch * c.shape.q_len; ++i) {
+        c.q_position.push_back(Position(r, k_len));
       }
     }
+    if (sides & 2) {
+      for (std::size_t i = 0; i < c.shape.batch * k_len; ++i) {
+        // Empty slots (-1) about one in eight.
+        c.k_position.push_back(r.Pick(8) == 0 ? -1 : Position(r, k_len) + 3);
+      }
+    }
+    c.mask = c.mask.with_positions(
+        c.q_position.empty() ? nullptr : c.q_position.data(),
+        c.k_position.empty() ? nullptr : c.k_position.data());
   }
-  if (!c.offsets.empty()) c.mask = c.mask.with_query_offsets(c.offsets.data());
+  if ((rules & 128) && kinds::DenseOf(kind) == DenseKind::kNone) {
+    // A dense part of any listed kind on top of the structured kind.
+    DrawDense(r, c, kinds::kAllDenseKinds[r.Pick(kinds::kDenseKindCount)],
+              /*as_kind=*/false);
+  }
   const float scales[] = {1.0f, 0.125f, -1.0f, 3.5f};
   const float softcaps[] = {0.0f, 0.0f, 5.0f, 30.0f};
-  c.options = {scales[r.Pick(4)], softcaps[r.Pick(4)]};
+  c.options.scale = scales[r.Pick(4)];
+  c.options.softcap = softcaps[r.Pick(4)];
   c.fill = r.Bit() ? -1e9f : -std::numeric_limits<float>::infinity();
   const std::size_t n = c.shape.rows() * k_len;
   for (std::size_t i = 0; i < n; ++i) c.scores.push_back(r.Score());
   return c;
 }
 
+template <class T>
+void PrintArray(const char* name, const std::vector<T>& values) {
+  if (values.empty()) return;
+  std::fprintf(stderr, "\n  %s:", name);
+  for (std::size_t i = 0; i < values.size() && i < 64; ++i) {
+    std::fprintf(stderr, " %lld", static_cast<long long>(values[i]));
+  }
+}
+
 [[noreturn]] void Fail(const Case& c, const std::string& what) {
   const Shape4& s = c.shape;
+  const MaskSpec& mk = c.mask;
   std::fprintf(stderr,
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
-               "%zu, %zu, %zu] gap %zu misalign %zu kind %d window %zu past "
-               "%zu upper %zu offsets %zu scale %g softcap %g fill %g\n  "
-               "scores:",
+               "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
+               "%zu upper %zu window_keys %zu chunk %zu sink_keys %zu dense "
+               "%s scale %g softcap %g fill %g\n  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
-               static_cast<int>(c.mask.kind), c.mask.window, c.mask.past,
-               c.mask.upper, c.offsets.size(), c.options.scale,
-               c.options.softcap, c.fill);
+               kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
+               mk.window_keys, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
+               c.options.scale, c.options.softcap, c.fill);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }
-  const Shape4& m = c.mask.shape;
-  std::fprintf(stderr, "\n  mask [%zu, %zu, %zu, %zu]:", m.batch, m.heads,
+  PrintArray("query_offsets", c.offsets);
+  PrintArray("prefix_end", c.prefix_end);
+  PrintArray("q_segment", c.q_segment);
+  PrintArray("k_segment", c.k_segment);
+  PrintArray("q_position", c.q_position);
+  PrintArray("k_position", c.k_position);
+  const Shape4& m = mk.shape;
+  std::fprintf(stderr, "\n  dense [%zu, %zu, %zu, %zu]:", m.batch, m.heads,
                m.q_len, m.k_len);
   for (std::size_t i = 0; i < c.dense.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.dense[i]);
   }
   for (std::size_t i = 0; i < c.dense_u8.size() && i < 64; ++i) {
     std::fprintf(stderr, " %u", c.dense_u8[i]);
+  }
+  for (std::size_t i = 0; i < c.bits.size() && i < 16; ++i) {
+    std::fprintf(stderr, " %016llx",
+                 static_cast<unsigned long long>(c.bits[i]));
   }
   std::fprintf(stderr, "\n");
   std::abort();
@@ -194,6 +306,55 @@ Tensor ScoresOf(const Case& c) {
                        c.scores[i++]);
         }
   return t;
+}
+
+// Whether kept_keys is exact for `mask`: implicit key positions, no
+// segments and no dense part (DESIGN.md; rlx/scores.h KeptKeys).
+bool KeptKeysExact(const MaskSpec& mask) {
+  return mask.k_position == nullptr && mask.q_segment == nullptr &&
+         mask.dense == DenseKind::kNone &&
+         kinds::DenseOf(mask.kind) == DenseKind::kNone;
+}
+
+// kept_keys of every row against the oracle: sorted, disjoint, non-empty
+// intervals inside the row holding every kept key (of every head), and
+// nothing else where they are exact.
+void CheckKeptKeys(const Case& c) {
+  const Shape4& s = c.shape;
+  const bool exact = KeptKeysExact(c.mask);
+  std::vector<bool> in(s.k_len);
+  for (std::size_t b = 0; b < s.batch; ++b) {
+    for (std::size_t q = 0; q < s.q_len; ++q) {
+      const KeptKeys kept = kept_keys(c.mask, b, q, s.q_len, s.k_len);
+      const std::string row =
+          "kept_keys row (" + std::to_string(b) + "," + std::to_string(q) + ")";
+      if (kept.count > KeptKeys::kMaxIntervals) Fail(c, row + ": count");
+      std::fill(in.begin(), in.end(), false);
+      for (std::size_t i = 0; i < kept.count; ++i) {
+        const KeyInterval& iv = kept.intervals[i];
+        if (iv.begin >= iv.end || iv.end > s.k_len ||
+            (i > 0 && kept.intervals[i - 1].end >= iv.begin)) {
+          Fail(c, row + ": interval " + std::to_string(i) + " is [" +
+                      std::to_string(iv.begin) + ", " + std::to_string(iv.end) +
+                      ")");
+        }
+        for (std::size_t k = iv.begin; k < iv.end; ++k) in[k] = true;
+      }
+      for (std::size_t h = 0; h < s.heads; ++h) {
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const bool kept_here = reference::is_kept(c.mask, s, b, h, q, k);
+          if (kept_here && !in[k]) {
+            Fail(c, row + ": kept key " + std::to_string(k) +
+                        " outside the intervals");
+          }
+          if (!kept_here && in[k] && exact) {
+            Fail(c, row + ": masked key " + std::to_string(k) +
+                        " inside exact intervals");
+          }
+        }
+      }
+    }
+  }
 }
 
 void CheckOneTarget(const Case& c, std::size_t split) {
@@ -225,6 +386,7 @@ void CheckOneTarget(const Case& c, std::size_t split) {
     const std::string outside = testing::UntouchedOutside(got, got.view);
     if (!outside.empty()) Fail(c, "masked_softmax: " + outside);
   }
+  CheckKeptKeys(c);
 }
 
 constexpr std::size_t kMaxSize = PTRDIFF_MAX;
