@@ -150,17 +150,18 @@ template <class T>
 constexpr std::size_t kSizes[] = {sizeof(T)};
 
 // Copies the caller's struct, as far as its struct_size reaches, over
-// `defaults` (the fields its header did not have keep their defaults), or
-// records why not (naming `function` and `which` argument).
+// `result`, which holds the defaults (the fields an older header did not have
+// keep them), or records why not (naming `function` and `which` argument).
+// The caller's struct is read as bytes: an older one is smaller than T.
 template <class T>
-bool ReadSized(const char* function, const char* which, const T& caller,
+bool ReadSized(const char* function, const char* which, const void* caller,
                T& result) {
-  std::size_t size;
-  std::memcpy(&size, &caller, sizeof(size));  // struct_size comes first
   static_assert(offsetof(T, struct_size) == 0);
+  std::size_t size;
+  std::memcpy(&size, caller, sizeof(size));
   for (const std::size_t known : kSizes<T>) {
     if (size == known) {
-      std::memcpy(static_cast<void*>(&result), &caller, size);
+      std::memcpy(static_cast<void*>(&result), caller, size);
       return true;
     }
   }
@@ -197,7 +198,7 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
   }
   rlx_mask_spec m;
   rlx_mask_spec_init(&m);
-  if (!ReadSized(function, "mask", *mask, m)) return std::nullopt;
+  if (!ReadSized(function, "mask", mask, m)) return std::nullopt;
   const std::optional<rlx::MaskKind> kind = ToMaskKind(m.kind);
   if (!kind) {
     Record(function, "mask->kind %lld is not an rlx_mask_kind",
@@ -236,7 +237,7 @@ std::optional<rlx::SoftmaxOptions> ToOptions(
   if (options == nullptr) return rlx::SoftmaxOptions{};
   rlx_softmax_options o;
   rlx_softmax_options_init(&o);
-  if (!ReadSized(function, "options", *options, o)) return std::nullopt;
+  if (!ReadSized(function, "options", options, o)) return std::nullopt;
   rlx::SoftmaxOptions result;
   result.scale = o.scale;
   result.softcap = o.softcap;
@@ -494,6 +495,30 @@ rlx_status rlx_masked_softmax_into(const rlx_score_view* in,
   return Guard(kFn, [&] {
     rlx::masked_softmax(*in_view, *out_view, *spec, *opts,
                         ToRows(rows, in_view->shape));
+  });
+}
+
+rlx_status rlx_alibi_slopes(size_t heads, float max_bias, float* out,
+                            size_t out_len) {
+  constexpr const char* kFn = "rlx_alibi_slopes";
+  if (out == nullptr) {
+    Record(kFn, "out is NULL (heads %zu, max_bias %g)", heads,
+           static_cast<double>(max_bias));
+    return RLX_INVALID_ARGUMENT;
+  }
+  if (out_len != heads) {
+    Record(kFn, "out_len %zu is not heads %zu (max_bias %g)", out_len, heads,
+           static_cast<double>(max_bias));
+    return RLX_INVALID_ARGUMENT;
+  }
+  return Guard(kFn, [&] {
+    const std::vector<float> slopes = rlx::alibi_slopes(heads, max_bias);
+    if (slopes.size() != heads) {
+      throw std::logic_error("alibi_slopes returned " +
+                             std::to_string(slopes.size()) + " slopes for " +
+                             std::to_string(heads) + " heads");
+    }
+    std::memcpy(out, slopes.data(), heads * sizeof(float));
   });
 }
 

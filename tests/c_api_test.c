@@ -955,7 +955,7 @@ static void TestMaskedSoftmax(void) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Mask rules over logical positions, growing structs                       */
+/* Mask rules over logical positions, growing structs, softmax extensions   */
 
 /* kept[q * k_len + k] = whether rlx_apply_mask keeps key k of row q of a
  * [1, 1, q_len, k_len] tensor under *m (at most 8 x 80). */
@@ -1198,6 +1198,91 @@ static void TestGrowingStructs(void) {
   CHECK(BitsEqual(&kept, &kept_before, sizeof(kept)));
 }
 
+static void TestSoftmaxExtensions(void) {
+  float s[8];
+  float lse[2] = {5.0f, 5.0f};
+  size_t k;
+  rlx_score_view v = F32View(s, 1, 1, 1, 4);
+  rlx_mask_spec m = Mask(RLX_MASK_NONE);
+  rlx_softmax_options o;
+
+  /* A learned sink of logit 0 beside four scores of 0: each key gets 1/5,
+   * the sink the fifth share. */
+  {
+    static const float sink[1] = {0.0f};
+    rlx_softmax_options_init(&o);
+    o.sink_logits = sink;
+    for (k = 0; k < 4; ++k) s[k] = 0.0f;
+    CHECK(rlx_masked_softmax(&v, &m, &o, NULL) == RLX_OK);
+    for (k = 0; k < 4; ++k) CHECK(fabsf(s[k] - 0.2f) < 1e-6f);
+  }
+
+  /* ALiBi slope 1 on a causal decode row: the query at position 2 sees
+   * key k with bias -(2 - k); the fourth key is masked. */
+  {
+    static const float slope[1] = {1.0f};
+    const double e1 = exp(-1.0), e2 = exp(-2.0), sum = 1.0 + e1 + e2;
+    rlx_score_view v3 = F32View(s, 1, 1, 1, 4);
+    rlx_mask_spec dec = DecodeMask(2, 3, 0); /* p_q = 2, token at slot 3 */
+    rlx_softmax_options_init(&o);
+    o.alibi_slopes = slope;
+    for (k = 0; k < 4; ++k) s[k] = 0.0f;
+    CHECK(rlx_masked_softmax(&v3, &dec, &o, NULL) == RLX_OK);
+    CHECK(fabs(s[0] - e2 / sum) < 1e-6 && fabs(s[1] - e1 / sum) < 1e-6);
+    CHECK(s[2] == 0.0f && fabs(s[3] - 1.0 / sum) < 1e-6);
+  }
+
+  /* row_lse: log(4) for four scores of 0; -inf for a fully masked row.
+   * zero_masked false: masked keys keep their bits. */
+  {
+    rlx_score_view v2 = F32View(s, 1, 1, 2, 4);
+    static const uint8_t keep[8] = {1, 1, 1, 1, 0, 0, 0, 0};
+    rlx_mask_spec dense = DenseMask(RLX_MASK_KEEP_U8, keep, 1, 1, 2, 4);
+    rlx_softmax_options_init(&o);
+    o.row_lse = lse;
+    for (k = 0; k < 8; ++k) s[k] = 0.0f;
+    CHECK(rlx_masked_softmax(&v2, &dense, &o, NULL) == RLX_OK);
+    CHECK(fabsf(lse[0] - logf(4.0f)) < 1e-6f);
+    CHECK(isinf(lse[1]) && lse[1] < 0);
+    m = Mask(RLX_MASK_CAUSAL); /* rows at 2 and 3 */
+    rlx_softmax_options_init(&o);
+    o.zero_masked = false;
+    for (k = 0; k < 8; ++k) s[k] = 7.0f;
+    CHECK(rlx_masked_softmax(&v2, &m, &o, NULL) == RLX_OK);
+    CHECK(s[3] == 7.0f && fabsf(s[0] - 1.0f / 3) < 1e-6f);
+    CHECK(fabsf(s[7] - 0.25f) < 1e-6f);
+  }
+}
+
+static void TestAlibiSlopes(void) {
+  float out[12];
+  float before[12];
+  size_t h;
+  /* 8 heads, max_bias 8: m0 = 2^-1, slope 2^-(h+1). */
+  CHECK(rlx_alibi_slopes(8, 8.0f, out, 8) == RLX_OK);
+  for (h = 0; h < 8; ++h) CHECK(out[h] == ldexpf(1.0f, -(int)(h + 1)));
+  /* 12 heads: n = 8, then m1 = 2^(-8/16) to the odd powers 1, 3, 5, 7. */
+  CHECK(rlx_alibi_slopes(12, 8.0f, out, 12) == RLX_OK);
+  for (h = 0; h < 4; ++h) {
+    CHECK(fabsf(out[8 + h] - powf(2.0f, -0.5f * (float)(2 * h + 1))) <=
+          1e-6f * out[8 + h]);
+  }
+  for (h = 0; h < 12; ++h) out[h] = -1.0f;
+  memcpy(before, out, sizeof(out));
+  EXPECT_ERROR(rlx_alibi_slopes(0, 8.0f, out, 0), RLX_INVALID_ARGUMENT,
+               "rlx_alibi_slopes");
+  EXPECT_ERROR(rlx_alibi_slopes(4, NAN, out, 4), RLX_INVALID_ARGUMENT,
+               "rlx_alibi_slopes");
+  EXPECT_ERROR(rlx_alibi_slopes(4, -1.0f, out, 4), RLX_INVALID_ARGUMENT,
+               "rlx_alibi_slopes");
+  EXPECT_ERROR(rlx_alibi_slopes(4, 8.0f, out, 3), RLX_INVALID_ARGUMENT,
+               "rlx_alibi_slopes");
+  CHECK(strstr(rlx_last_error(), "out_len 3 is not heads 4") != NULL);
+  EXPECT_ERROR(rlx_alibi_slopes(4, 8.0f, NULL, 4), RLX_INVALID_ARGUMENT,
+               "rlx_alibi_slopes");
+  CHECK(BitsEqual(out, before, sizeof(out)));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Shapes and strides that no tensor can have                               */
 
@@ -1345,6 +1430,8 @@ int main(int argc, char** argv) {
     TestMaskedSoftmax();
     TestMaskRules();
     TestGrowingStructs();
+    TestSoftmaxExtensions();
+    TestAlibiSlopes();
     TestImpossibleShapes();
   }
   printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);

@@ -411,6 +411,14 @@ RLX_ATTN_MASK_API rlx_status rlx_masked_softmax_into(
     const rlx_mask_spec* mask, const rlx_softmax_options* options,
     const rlx_row_range* rows);
 
+/* Writes ggml's ALiBi slopes for `heads` heads into out[0 .. heads):
+ * n = 2^floor(log2 heads), m0 = 2^(-max_bias / n), m1 = 2^(-max_bias / 2n),
+ * slope m0^(h+1) for h < n, else m1^(2(h-n)+1) (8.0f is the usual max_bias).
+ * Requires out != NULL, heads >= 1, out_len == heads and a finite
+ * max_bias >= 0. */
+RLX_ATTN_MASK_API rlx_status rlx_alibi_slopes(size_t heads, float max_bias,
+                                              float* out, size_t out_len);
+
 /* ------------------------------------------------------------------------ */
 /* Ladders chosen from traffic (rlx/bucket_ladder.h: BucketLadder::fit,     */
 /* capped, least_max_padding)                                               */

@@ -236,6 +236,12 @@ extern "C" {
         options: *const rlx_softmax_options,
         rows: *const rlx_row_range,
     ) -> rlx_status;
+    pub fn rlx_alibi_slopes(
+        heads: usize,
+        max_bias: f32,
+        out: *mut f32,
+        out_len: usize,
+    ) -> rlx_status;
 }
 
 /// One row of the C side's layout table (layout/layout.c, built by

@@ -470,7 +470,8 @@ pub struct SoftmaxOptions<'a> {
     /// Learned sink logit per head (gpt-oss): only in the denominator, so
     /// rows sum to less than 1.
     pub sink_logits: Option<&'a [f32]>,
-    /// ALiBi slope per head: `z += -slope_h * |p_q - p_k|`.
+    /// ALiBi slope per head: `z += -slope_h * |p_q - p_k|` (see
+    /// [`alibi_slopes`]).
     pub alibi_slopes: Option<&'a [f32]>,
     /// false: masked keys are left unwritten (P x V over kept keys only).
     pub zero_masked: bool,
@@ -540,6 +541,17 @@ impl<'a> SoftmaxOptions<'a> {
         }
         Ok(o)
     }
+}
+
+/// ggml's ALiBi slopes for `heads` heads (`max_bias` 8 is usual):
+/// `n = 2^floor(log2 heads)`, slope `m0^(h+1)` for `h < n`, else
+/// `m1^(2(h-n)+1)`, `m0 = 2^(-max_bias / n)`, `m1 = 2^(-max_bias / 2n)`.
+/// Errors for 0 heads or a max_bias that is NaN, negative or infinite.
+pub fn alibi_slopes(heads: usize, max_bias: f32) -> Result<Vec<f32>, Error> {
+    let mut out = vec![0.0f32; heads];
+    // SAFETY: out holds exactly `heads` floats.
+    check(unsafe { ffi::rlx_alibi_slopes(heads, max_bias, out.as_mut_ptr(), heads) })?;
+    Ok(out)
 }
 
 fn view<T: ScoreElement>(
@@ -972,7 +984,14 @@ mod tests {
     }
 
     #[test]
-    fn softmax_options_are_checked_against_the_heads_and_rows() {
+    fn softmax_options_and_alibi_slopes() {
+        let slopes = alibi_slopes(8, 8.0).unwrap();
+        assert_eq!(slopes, (1..=8).map(|h| 0.5f32.powi(h)).collect::<Vec<_>>());
+        assert!(alibi_slopes(0, 8.0)
+            .unwrap_err()
+            .message()
+            .starts_with("rlx_alibi_slopes: "));
+        assert!(alibi_slopes(4, f32::NAN).is_err());
         // Per-head arrays must cover the heads; row_lse every row.
         let shape = Shape::new(1, 2, 1, 4);
         let mut s = vec![0.0f32; 8];
