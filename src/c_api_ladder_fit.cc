@@ -11,6 +11,7 @@
 // one buffer that rlx_last_error() hands out for the whole API.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <vector>
@@ -37,10 +38,20 @@ rlx_status ToHandle(const rlx::BucketLadder& ladder, rlx_ladder** out) {
   return rlx_ladder_custom(starts.data(), ends.data(), starts.size(), out);
 }
 
+// The model as the int a C caller stored: a value that names no enumerator
+// is not a valid value of the enum type in C++, so it is read through its
+// representation and checked as an int.
+int ModelValue(const rlx_ladder_cost& cost) {
+  static_assert(sizeof(cost.model) == sizeof(int));
+  int value = 0;
+  std::memcpy(&value, &cost.model, sizeof(value));
+  return value;
+}
+
 // The C++ cost for `cost`, or a message naming what is wrong with it.
 const char* CheckCost(const rlx_ladder_cost* cost) {
   if (cost == nullptr) return "cost is NULL";
-  switch (cost->model) {
+  switch (ModelValue(*cost)) {
     case RLX_LADDER_COST_DECODE:
     case RLX_LADDER_COST_PREFILL:
       return nullptr;
@@ -52,7 +63,7 @@ const char* CheckCost(const rlx_ladder_cost* cost) {
 }
 
 rlx::LadderCost ToCost(const rlx_ladder_cost& cost) {
-  switch (cost.model) {
+  switch (ModelValue(cost)) {
     case RLX_LADDER_COST_DECODE:
       return rlx::ladder_cost::decode;
     case RLX_LADDER_COST_PREFILL:

@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
@@ -975,7 +976,10 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   const detail::Rules rules = detail::RulesOf(mask);
   // 16-bit rows keep their exp values in f32 scratch, not in the output.
-  std::vector<float> scratch(kType == ScoreType::kF32 ? 0 : n);
+  // Aligned, so that the split of a row's sums (SegmentExp aligns its
+  // stores to `work`) and with it every result is the same in every call.
+  const hwy::AlignedFreeUniquePtr<float[]> scratch =
+      kType == ScoreType::kF32 ? nullptr : hwy::AllocateAligned<float>(n);
   std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
   detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
@@ -991,7 +995,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     if constexpr (kType == ScoreType::kF32) {
       work = o;
     } else {
-      work = scratch.data();
+      work = scratch.get();
     }
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
     // [0, n) for dense-only masks.
