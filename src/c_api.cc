@@ -5,8 +5,10 @@
 // Guard() (src/c_api_error.h), which turns every exception into a status and
 // a thread-local message, so that no exception crosses into C or another
 // language's frames.
+#include <array>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -16,10 +18,12 @@
 #include <vector>
 
 #include "rlx/attn_mask.h"
+#include "rlx/block_mask.h"
 #include "rlx/bucket_ladder.h"
 #include "rlx/rlx_attn_mask.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
+#include "rlx/softmax_merge.h"
 #include "rlx/targets.h"
 #include "src/c_api_error.h"
 #include "src/mask_kind_list.h"
@@ -519,6 +523,65 @@ rlx_status rlx_alibi_slopes(size_t heads, float max_bias, float* out,
                              std::to_string(heads) + " heads");
     }
     std::memcpy(out, slopes.data(), heads * sizeof(float));
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Block masks and split rows
+
+rlx_status rlx_classify_blocks(const rlx_mask_spec* mask,
+                               const rlx_shape4* shape, size_t batch_index,
+                               size_t head, size_t tq, size_t tk,
+                               const rlx_block_mask_view* out) {
+  constexpr const char* kFn = "rlx_classify_blocks";
+  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
+  if (!spec) return RLX_INVALID_ARGUMENT;
+  if (shape == nullptr || out == nullptr) {
+    Record(kFn, "%s is NULL (batch_index %zu, head %zu, tq %zu, tk %zu)",
+           shape == nullptr ? "shape" : "out", batch_index, head, tq, tk);
+    return RLX_INVALID_ARGUMENT;
+  }
+  return Guard(kFn, [&] {
+    const rlx::BlockMaskView view{
+        out->q_blocks,   out->k_blocks,           out->kv_num_blocks,
+        out->kv_indices, out->full_kv_num_blocks, out->full_kv_indices};
+    rlx::classify_blocks(*spec, ToShape(*shape), batch_index, head, tq, tk,
+                         view);
+  });
+}
+
+rlx_status rlx_merge_softmax_parts(const rlx_softmax_part* parts,
+                                   size_t n_parts, float* merged_lse,
+                                   const float* sink_logits) {
+  constexpr const char* kFn = "rlx_merge_softmax_parts";
+  if (parts == nullptr) {
+    Record(kFn, "parts is NULL (n_parts %zu)", n_parts);
+    return RLX_INVALID_ARGUMENT;
+  }
+  if (n_parts == 0) return InvalidArgument(kFn, "n_parts is 0: no parts");
+  // The C++ parts: on the stack for the usual few, so that a merge per
+  // decode step does not allocate.
+  constexpr std::size_t kLocalParts = 16;
+  std::array<rlx::SoftmaxPart, kLocalParts> local;
+  return Guard(kFn, [&]() -> rlx_status {
+    std::vector<rlx::SoftmaxPart> heap;
+    rlx::SoftmaxPart* converted = local.data();
+    if (n_parts > kLocalParts) {
+      heap.resize(n_parts);
+      converted = heap.data();
+    }
+    for (std::size_t i = 0; i < n_parts; ++i) {
+      char which[48];
+      std::snprintf(which, sizeof(which), "parts[%zu].probs", i);
+      const std::optional<rlx::ScoreView> view =
+          ToView(kFn, which, &parts[i].probs);
+      if (!view) return RLX_INVALID_ARGUMENT;
+      converted[i] = {*view, parts[i].row_lse};
+    }
+    rlx::merge_softmax_parts(
+        std::span<const rlx::SoftmaxPart>(converted, n_parts), merged_lse,
+        sink_logits);
+    return RLX_OK;
   });
 }
 

@@ -1284,6 +1284,252 @@ static void TestAlibiSlopes(void) {
 }
 
 /* ------------------------------------------------------------------------ */
+/* Block masks and split rows                                               */
+
+/* The block mask of a [1, 1, q_len, k_len] tensor under *m in tq x tk tiles
+ * agrees with the elements rlx_apply_mask keeps: a tile is in the partial
+ * list iff it has kept and masked elements, in the full list iff it has
+ * only kept ones, both lists ascending. */
+static int BlocksMatchApply(const rlx_mask_spec* m, size_t q_len, size_t k_len,
+                            size_t tq, size_t tk) {
+  int kept[8 * 80];
+  uint32_t num[8], full_num[8], idx[8 * 80], full_idx[8 * 80];
+  rlx_shape4 shape;
+  rlx_block_mask_view out;
+  size_t qb, kb, q, k, i;
+  shape.batch = shape.heads = 1;
+  shape.q_len = q_len;
+  shape.k_len = k_len;
+  out.q_blocks = q_len / tq + (q_len % tq != 0);
+  out.k_blocks = k_len / tk + (k_len % tk != 0);
+  out.kv_num_blocks = num;
+  out.kv_indices = idx;
+  out.full_kv_num_blocks = full_num;
+  out.full_kv_indices = full_idx;
+  if (out.q_blocks > 8 || !KeptByApply(m, q_len, k_len, kept)) return 0;
+  if (rlx_classify_blocks(m, &shape, 0, 0, tq, tk, &out) != RLX_OK) {
+    fprintf(stderr, "  rlx_classify_blocks: %s\n", rlx_last_error());
+    return 0;
+  }
+  for (qb = 0; qb < out.q_blocks; ++qb) {
+    size_t next_partial = 0, next_full = 0;
+    for (kb = 0; kb < out.k_blocks; ++kb) {
+      size_t n_kept = 0, n_all = 0;
+      for (q = qb * tq; q < q_len && q < (qb + 1) * tq; ++q) {
+        for (k = kb * tk; k < k_len && k < (kb + 1) * tk; ++k) {
+          n_kept += (size_t)kept[q * k_len + k];
+          ++n_all;
+        }
+      }
+      if (n_kept == n_all) {
+        i = next_full++;
+        if (i >= full_num[qb] || full_idx[qb * out.k_blocks + i] != kb) break;
+      } else if (n_kept != 0) {
+        i = next_partial++;
+        if (i >= num[qb] || idx[qb * out.k_blocks + i] != kb) break;
+      }
+    }
+    if (kb != out.k_blocks || next_full != full_num[qb] ||
+        next_partial != num[qb]) {
+      fprintf(stderr, "  query block %zu, key block %zu: wrong class\n", qb,
+              kb);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static void TestClassifyBlocks(void) {
+  uint32_t num[4], full_num[4], idx[16], full_idx[16];
+  uint32_t before[4 + 4 + 16 + 16];
+  rlx_mask_spec m = Mask(RLX_MASK_CAUSAL);
+  rlx_shape4 shape;
+  rlx_block_mask_view out;
+  static const int32_t seg[8] = {0, 0, 0, 1, 1, 1, 1, 1};
+  static const uint8_t keep[80] = {1, 0, 1, 1, 0, 1, 1, 1, 0, 1,
+                                   1, 1, 0, 0, 1, 1, 1, 1, 1, 1};
+
+  /* Causal 8 x 8 in 4 x 4 tiles: the diagonal tiles partial, the one below
+   * full, the one above empty. */
+  shape.batch = shape.heads = 1;
+  shape.q_len = shape.k_len = 8;
+  out.q_blocks = out.k_blocks = 2;
+  out.kv_num_blocks = num;
+  out.kv_indices = idx;
+  out.full_kv_num_blocks = full_num;
+  out.full_kv_indices = full_idx;
+  CHECK(rlx_classify_blocks(&m, &shape, 0, 0, 4, 4, &out) == RLX_OK);
+  CHECK(num[0] == 1 && idx[0] == 0 && full_num[0] == 0);
+  CHECK(num[1] == 1 && idx[2] == 1 && full_num[1] == 1 && full_idx[2] == 0);
+
+  /* Every rule against the elements apply_mask keeps, ragged tiles. */
+  CHECK(BlocksMatchApply(&m, 7, 10, 3, 4));
+  m.window_keys = 3;
+  CHECK(BlocksMatchApply(&m, 8, 80, 3, 7));
+  m.chunk = 4;
+  m.sink_keys = 1;
+  CHECK(BlocksMatchApply(&m, 8, 40, 2, 3));
+  m = DecodeMask(30, 39, 5);
+  CHECK(BlocksMatchApply(&m, 1, 40, 1, 8));
+  m = Mask(RLX_MASK_CAUSAL);
+  m.q_segment = seg;
+  m.k_segment = seg;
+  CHECK(BlocksMatchApply(&m, 8, 8, 2, 3));
+  m = Mask(RLX_MASK_SLIDING_WINDOW);
+  m.window = 2;
+  m.dense = RLX_DENSE_KEEP_U8;
+  m.data = keep;
+  m.shape.batch = m.shape.heads = m.shape.q_len = 1;
+  m.shape.k_len = 20;
+  m.strides = rlx_contiguous_strides(m.shape);
+  CHECK(BlocksMatchApply(&m, 4, 20, 2, 4));
+
+  /* Bad input: rejected with a message naming the function and the
+   * values, nothing written. */
+  memset(num, 0xA5, sizeof(num));
+  memset(full_num, 0xA5, sizeof(full_num));
+  memset(idx, 0xA5, sizeof(idx));
+  memset(full_idx, 0xA5, sizeof(full_idx));
+  memcpy(before, num, sizeof(num));
+  memcpy(before + 4, full_num, sizeof(full_num));
+  memcpy(before + 8, idx, sizeof(idx));
+  memcpy(before + 24, full_idx, sizeof(full_idx));
+  m = Mask(RLX_MASK_CAUSAL);
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 0, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "tq 0") != NULL);
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 4, 0, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "tk 0") != NULL);
+  /* Block counts that do not match the shape: 8 / 3 is 3 query blocks. */
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 3, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "2 x 2 blocks") != NULL);
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 1, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "batch_index 1") != NULL);
+  EXPECT_ERROR(rlx_classify_blocks(&m, NULL, 0, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "shape is NULL") != NULL);
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 4, 4, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  EXPECT_ERROR(rlx_classify_blocks(NULL, &shape, 0, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  out.full_kv_indices = NULL;
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  out.full_kv_indices = full_idx;
+  m.struct_size = 0;
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(strstr(rlx_last_error(), "mask->struct_size 0") != NULL);
+  m = DecodeMask(3, 6, 0); /* k_len must be 7 */
+  EXPECT_ERROR(rlx_classify_blocks(&m, &shape, 0, 0, 4, 4, &out),
+               RLX_INVALID_ARGUMENT, "rlx_classify_blocks");
+  CHECK(BitsEqual(num, before, sizeof(num)));
+  CHECK(BitsEqual(full_num, before + 4, sizeof(full_num)));
+  CHECK(BitsEqual(idx, before + 8, sizeof(idx)));
+  CHECK(BitsEqual(full_idx, before + 24, sizeof(full_idx)));
+}
+
+/* One 2 x 10 score tensor under a causal mask, its rows split at key 4:
+ * each part a softmax over its keys with its row_lse, merged into the
+ * softmax of the whole rows. */
+static void TestMergeSoftmaxParts(void) {
+  float whole[20], split[20], lse[2], lse_a[2], lse_b[2], merged[2];
+  float before[20];
+  size_t i;
+  const int64_t offset_a[1] = {8}; /* the rows at positions 8 and 9 */
+  const int64_t offset_b[1] = {4}; /* ... relative to key 4 */
+  static const float sink[1] = {1.5f};
+  rlx_mask_spec m = Mask(RLX_MASK_CAUSAL);
+  rlx_softmax_options o;
+  rlx_score_view v = F32View(whole, 1, 1, 2, 10);
+  rlx_softmax_part parts[2];
+
+  for (i = 0; i < 20; ++i) whole[i] = split[i] = (float)((i * 7) % 11) - 5.0f;
+  rlx_softmax_options_init(&o);
+  o.row_lse = lse;
+  o.sink_logits = sink;
+  CHECK(rlx_masked_softmax(&v, &m, &o, NULL) == RLX_OK);
+
+  /* Part A: keys [0, 4), part B: keys [4, 10), both [1, 1, 2, k] views of
+   * row stride 10. The merge adds the sink that neither part carried. */
+  parts[0].probs = F32View(split, 1, 1, 2, 4);
+  parts[0].probs.strides.row = 10;
+  parts[0].row_lse = lse_a;
+  parts[1].probs = F32View(split + 4, 1, 1, 2, 6);
+  parts[1].probs.strides.row = 10;
+  parts[1].row_lse = lse_b;
+  rlx_softmax_options_init(&o);
+  m.query_offsets = offset_a;
+  o.row_lse = lse_a;
+  CHECK(rlx_masked_softmax(&parts[0].probs, &m, &o, NULL) == RLX_OK);
+  m.query_offsets = offset_b;
+  o.row_lse = lse_b;
+  CHECK(rlx_masked_softmax(&parts[1].probs, &m, &o, NULL) == RLX_OK);
+  CHECK(rlx_merge_softmax_parts(parts, 2, merged, sink) == RLX_OK);
+  for (i = 0; i < 20; ++i) CHECK(fabsf(split[i] - whole[i]) <= 1e-6f);
+  CHECK(fabsf(merged[0] - lse[0]) <= 1e-5f &&
+        fabsf(merged[1] - lse[1]) <= 1e-5f);
+
+  /* Bad input: nothing written, a message naming the function. */
+  memcpy(before, split, sizeof(split));
+  merged[0] = merged[1] = 42.0f;
+  EXPECT_ERROR(rlx_merge_softmax_parts(parts, 0, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  EXPECT_ERROR(rlx_merge_softmax_parts(NULL, 2, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  /* Parts of different q_len. */
+  parts[1].probs.shape.q_len = 1;
+  EXPECT_ERROR(rlx_merge_softmax_parts(parts, 2, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  CHECK(strstr(rlx_last_error(), "part 1 shape [1, 1, 1, 6] differs") != NULL);
+  parts[1].probs.shape.q_len = 2;
+  parts[1].probs.type = (rlx_score_type)9;
+  EXPECT_ERROR(rlx_merge_softmax_parts(parts, 2, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  CHECK(strstr(rlx_last_error(), "parts[1].probs->type 9") != NULL);
+  parts[1].probs.type = RLX_SCORE_BF16;
+  EXPECT_ERROR(rlx_merge_softmax_parts(parts, 2, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  parts[1].probs.type = RLX_SCORE_F32;
+  parts[1].row_lse = NULL;
+  EXPECT_ERROR(rlx_merge_softmax_parts(parts, 2, merged, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+  parts[1].row_lse = lse_b;
+  {
+    static const float nan_sink[1] = {NAN};
+    EXPECT_ERROR(rlx_merge_softmax_parts(parts, 2, merged, nan_sink),
+                 RLX_INVALID_ARGUMENT, "rlx_merge_softmax_parts");
+    CHECK(strstr(rlx_last_error(), "sink_logits[0]") != NULL);
+  }
+  CHECK(BitsEqual(split, before, sizeof(split)));
+  CHECK(merged[0] == 42.0f && merged[1] == 42.0f);
+
+  /* More parts than the call keeps on its stack: 20 one-key parts of one
+   * row, each a softmax over its key (1, lse = its score). */
+  {
+    float row[20], probs[20], lses[20], total = 0.0f;
+    rlx_softmax_part many[20];
+    double sum = 0.0;
+    for (i = 0; i < 20; ++i) {
+      row[i] = (float)i / 4.0f;
+      sum += exp((double)row[i]);
+      probs[i] = 1.0f;
+      lses[i] = row[i];
+      many[i].probs = F32View(&probs[i], 1, 1, 1, 1);
+      many[i].row_lse = &lses[i];
+    }
+    CHECK(rlx_merge_softmax_parts(many, 20, &total, NULL) == RLX_OK);
+    CHECK(fabs(total - log(sum)) <= 1e-5);
+    for (i = 0; i < 20; ++i) {
+      CHECK(fabs(probs[i] - exp((double)row[i]) / sum) <= 1e-6);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------ */
 /* Shapes and strides that no tensor can have                               */
 
 /* The call failed with RLX_INVALID_ARGUMENT, the message names `function`
@@ -1432,6 +1678,8 @@ int main(int argc, char** argv) {
     TestGrowingStructs();
     TestSoftmaxExtensions();
     TestAlibiSlopes();
+    TestClassifyBlocks();
+    TestMergeSoftmaxParts();
     TestImpossibleShapes();
   }
   printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /* The C API of rlx-attn-mask: C99, usable from C and through any FFI (Rust,
  * Python ctypes, ...). It mirrors the C++ API (rlx/bucket_ladder.h,
- * rlx/attn_mask.h, rlx/targets.h, rlx/scores.h, rlx/score_kernels.h) with
- * plain structs, enums and status codes.
+ * rlx/attn_mask.h, rlx/targets.h, rlx/scores.h, rlx/score_kernels.h,
+ * rlx/block_mask.h, rlx/softmax_merge.h) with plain structs, enums and
+ * status codes.
  *
  * Errors. Every function that can fail returns an rlx_status and hands its
  * results back through out-pointers; no return value doubles as an error.
@@ -418,6 +419,82 @@ RLX_ATTN_MASK_API rlx_status rlx_masked_softmax_into(
  * max_bias >= 0. */
 RLX_ATTN_MASK_API rlx_status rlx_alibi_slopes(size_t heads, float max_bias,
                                               float* out, size_t out_len);
+
+/* ------------------------------------------------------------------------ */
+/* Block masks for tiled attention (rlx/block_mask.h)                       */
+/*
+ * Which [tq x tk] tiles of Q K^T (and of P V) a mask leaves empty (skip both
+ * products), full (compute, nothing to mask) or partial (compute, then
+ * mask), in the compact form of PyTorch FlexAttention's BlockMask. */
+
+/* Caller-provided storage for the block mask of one (batch, head):
+ * q_blocks = ceil(q_len / tq), k_blocks = ceil(k_len / tk). Query block i's
+ * partial key blocks are kv_indices[i * k_blocks .. + kv_num_blocks[i]),
+ * its full ones full_kv_indices[i * k_blocks .. + full_kv_num_blocks[i]),
+ * both ascending; a key block in neither list is empty. Entries past a
+ * row's count are unspecified. Like rlx_score_view, a plain view: no
+ * struct_size. */
+typedef struct {
+  size_t q_blocks, k_blocks;
+  uint32_t* kv_num_blocks;      /* [q_blocks]: partial blocks per row */
+  uint32_t* kv_indices;         /* [q_blocks * k_blocks] */
+  uint32_t* full_kv_num_blocks; /* [q_blocks]: full blocks per row */
+  uint32_t* full_kv_indices;    /* [q_blocks * k_blocks] */
+} rlx_block_mask_view;
+
+/* Classifies the tiles of (batch_index, head) of scores of *shape under
+ * *mask (every rule) into *out. Exact: full tiles keep every element, empty
+ * ones none, partial ones both; explicit positions, segments and dense keep
+ * masks are evaluated per element. A bias makes every non-empty tile
+ * partial (it must still be added), a -INFINITY entry counting as masked.
+ * Requires mask, shape and out non-NULL, tq and tk >= 1, out's block counts
+ * as above, non-NULL arrays, batch_index and head within the shape, block
+ * counts that uint32_t indices can address, and a valid mask for the shape;
+ * nothing is written otherwise. */
+RLX_ATTN_MASK_API rlx_status rlx_classify_blocks(
+    const rlx_mask_spec* mask, const rlx_shape4* shape, size_t batch_index,
+    size_t head, size_t tq, size_t tk, const rlx_block_mask_view* out);
+
+/* ------------------------------------------------------------------------ */
+/* Merging a softmax row computed in parts (rlx/softmax_merge.h)            */
+/*
+ * An executor that splits one long row's keys over threads runs
+ * rlx_masked_softmax on a view of each key sub-range (with a mask whose
+ * logical positions match the whole row's: query_offsets or explicit
+ * positions) with options->row_lse set; each part is then a softmax over its
+ * own keys. rlx_merge_softmax_parts rescales them in place,
+ *   lse_total = log(sum_parts exp(lse_part) [+ exp(sink_h)]),
+ *   p = p_part * exp(lse_part - lse_total),
+ * so that together they are the softmax of the whole row, within the
+ * softmax bound (one more f32 rounding per probability; bf16 / f16 parts
+ * round once more to their type). Sinks: either exactly one part carries
+ * them (its options->sink_logits; that part must keep a key), or none does
+ * and the merge adds them (`sink_logits`). */
+
+/* One part: its probabilities (rescaled in place) and the row_lse its
+ * rlx_masked_softmax call wrote, [batch * heads * q_len]. */
+typedef struct {
+  rlx_score_view probs;
+  const float* row_lse;
+} rlx_softmax_part;
+
+/* Rescales every row of the n_parts parts so that they form one softmax per
+ * row. Every part has the same type, batch, heads and q_len; k_len may
+ * differ. Rows are (b * heads + h) * q_len + q, as in row_lse. merged_lse
+ * (optional, [batch * heads * q_len]) receives lse_total; sink_logits
+ * (optional, [heads]) are the sinks no part carried.
+ *
+ * A part whose lse is -INFINITY (no kept key) is left as it is; a row where
+ * every part's is stays as it is, its merged lse -INFINITY, sinks or not. A
+ * NaN lse makes the merged row NaN. Every element of a part is scaled,
+ * masked keys included (with zero_masked false, their contents too).
+ * Requires parts non-NULL, n_parts >= 1, valid views (as rlx_score_view
+ * says), non-NULL row_lse, parts that agree in type, batch, heads and q_len,
+ * and sink logits that are finite or -INFINITY. No allocation for up to 16
+ * parts. */
+RLX_ATTN_MASK_API rlx_status
+rlx_merge_softmax_parts(const rlx_softmax_part* parts, size_t n_parts,
+                        float* merged_lse, const float* sink_logits);
 
 /* ------------------------------------------------------------------------ */
 /* Ladders chosen from traffic (rlx/bucket_ladder.h: BucketLadder::fit,     */
