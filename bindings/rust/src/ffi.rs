@@ -169,6 +169,26 @@ pub struct rlx_kept_intervals {
     pub count: usize,
 }
 
+/// `rlx_block_mask_view`: caller-provided arrays of a block mask.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rlx_block_mask_view {
+    pub q_blocks: usize,
+    pub k_blocks: usize,
+    pub kv_num_blocks: *mut u32,
+    pub kv_indices: *mut u32,
+    pub full_kv_num_blocks: *mut u32,
+    pub full_kv_indices: *mut u32,
+}
+
+/// `rlx_softmax_part`: one part of a split softmax row set.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rlx_softmax_part {
+    pub probs: rlx_score_view,
+    pub row_lse: *const f32,
+}
+
 extern "C" {
     pub fn rlx_last_error() -> *const c_char;
 
@@ -241,6 +261,22 @@ extern "C" {
         max_bias: f32,
         out: *mut f32,
         out_len: usize,
+    ) -> rlx_status;
+
+    pub fn rlx_classify_blocks(
+        mask: *const rlx_mask_spec,
+        shape: *const rlx_shape4,
+        batch_index: usize,
+        head: usize,
+        tq: usize,
+        tk: usize,
+        out: *const rlx_block_mask_view,
+    ) -> rlx_status;
+    pub fn rlx_merge_softmax_parts(
+        parts: *const rlx_softmax_part,
+        n_parts: usize,
+        merged_lse: *mut f32,
+        sink_logits: *const f32,
     ) -> rlx_status;
 }
 

@@ -13,6 +13,7 @@
 //! repository this crate sits in.
 
 pub mod attn_mask;
+pub mod block_mask;
 pub mod compile_cache;
 mod ffi;
 pub mod ladder_fit;
@@ -62,6 +63,12 @@ impl Error {
     pub(crate) fn invalid(message: String) -> Self {
         Error {
             kind: ErrorKind::InvalidArgument,
+            message,
+        }
+    }
+    pub(crate) fn out_of_memory(message: String) -> Self {
+        Error {
+            kind: ErrorKind::OutOfMemory,
             message,
         }
     }

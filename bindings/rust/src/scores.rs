@@ -47,7 +47,7 @@ impl Shape {
             .checked_mul(self.q_len)?
             .checked_mul(self.k_len)
     }
-    fn to_ffi(self) -> ffi::rlx_shape4 {
+    pub(crate) fn to_ffi(self) -> ffi::rlx_shape4 {
         ffi::rlx_shape4 {
             batch: self.batch,
             heads: self.heads,
@@ -309,7 +309,7 @@ impl MaskLike for MaskSpec<'_> {
 /// The extents a mask's arrays must cover: `batches` batches of `q_len`
 /// queries and `k_len` keys.
 #[derive(Clone, Copy)]
-struct Extent {
+pub(crate) struct Extent {
     batches: usize,
     q_len: usize,
     k_len: usize,
@@ -332,7 +332,7 @@ fn covers<T>(who: &str, what: &str, slice: Option<&[T]>, need: Option<usize>) ->
 }
 
 impl MaskSpec<'_> {
-    fn to_ffi(&self, who: &str, extent: Extent) -> Result<ffi::rlx_mask_spec, Error> {
+    pub(crate) fn to_ffi(&self, who: &str, extent: Extent) -> Result<ffi::rlx_mask_spec, Error> {
         let mut spec = ffi::rlx_mask_spec::new();
         // Dense data: the slice must cover the extents it is described with
         // (the library trusts the pointer).
@@ -581,7 +581,7 @@ fn row_range(rows: Range<usize>) -> ffi::rlx_row_range {
     }
 }
 
-fn extent_of(shape: Shape) -> Extent {
+pub(crate) fn extent_of(shape: Shape) -> Extent {
     Extent {
         batches: shape.batch,
         q_len: shape.q_len,
@@ -797,6 +797,90 @@ pub fn kept_keys<M: MaskLike>(
         intervals: [range(0), range(1), range(2)],
         count: out.count.min(ffi::RLX_MAX_KEPT_INTERVALS),
     })
+}
+
+/// One part of a row set split over its keys, for [`merge_softmax_parts`]:
+/// the probabilities a `masked_softmax_*_lse` call left (rescaled in
+/// place), the part's shape, and the `row_lse` that call wrote (one entry
+/// per row).
+#[derive(Debug)]
+pub struct SoftmaxPart<'a, T: ScoreElement> {
+    pub probs: &'a mut [T],
+    pub shape: Shape,
+    pub row_lse: &'a [f32],
+}
+
+impl<'a, T: ScoreElement> SoftmaxPart<'a, T> {
+    pub fn new(probs: &'a mut [T], shape: Shape, row_lse: &'a [f32]) -> Self {
+        SoftmaxPart {
+            probs,
+            shape,
+            row_lse,
+        }
+    }
+}
+
+/// Rescales the parts of rows whose keys were split over several
+/// `masked_softmax_*_lse` calls (each part a key sub-range with a mask whose
+/// logical positions match the whole row's, e.g. `with_query_offsets`) so
+/// that together they are the softmax of the whole rows:
+/// `lse_total = log(sum_parts exp(lse_part) [+ exp(sink_h)])`,
+/// `p = p_part * exp(lse_part - lse_total)`, within the softmax bound (one
+/// more rounding per probability). Every part has the same batch, heads and
+/// q_len; k_len may differ. `merged_lse` (one entry per row) receives
+/// `lse_total`; `sink_logits` (per head) are sinks that no part carried
+/// (with sinks, either exactly one part carries them or the merge adds
+/// them). A part with `lse = -inf` (no kept key) stays as it is; a row where
+/// every part's is stays as it is with merged lse `-inf`. Errors (nothing
+/// written): no parts, slices that do not cover their shapes, parts of
+/// different batch, heads or q_len, a NaN or `+inf` sink logit.
+pub fn merge_softmax_parts<T: ScoreElement>(
+    parts: &mut [SoftmaxPart<'_, T>],
+    merged_lse: Option<&mut [f32]>,
+    sink_logits: Option<&[f32]>,
+) -> Result<(), Error> {
+    let who = "merge_softmax_parts";
+    let mut raw = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter_mut().enumerate() {
+        let rows = part.shape.rows();
+        if part.row_lse.len() != rows {
+            return Err(Error::invalid(format!(
+                "{who}: part {i} row_lse has {} elements, its shape {:?} has {rows} rows",
+                part.row_lse.len(),
+                part.shape
+            )));
+        }
+        raw.push(ffi::rlx_softmax_part {
+            probs: view(who, part.probs.as_mut_ptr(), part.probs.len(), part.shape)?,
+            row_lse: part.row_lse.as_ptr(),
+        });
+    }
+    // The library checks that every part has part 0's rows and heads before
+    // it reads a row_lse, writes merged_lse or reads a sink logit.
+    let first = parts.first().map(|p| p.shape);
+    let merged_ptr = match merged_lse {
+        Some(m) => {
+            if let Some(shape) = first {
+                if m.len() != shape.rows() {
+                    return Err(Error::invalid(format!(
+                        "{who}: merged_lse has {} elements, the parts have {} rows",
+                        m.len(),
+                        shape.rows()
+                    )));
+                }
+            }
+            m.as_mut_ptr()
+        }
+        None => std::ptr::null_mut(),
+    };
+    if let Some(shape) = first {
+        covers(who, "sink_logits", sink_logits, Some(shape.heads))?;
+    }
+    let sinks = sink_logits.map_or(std::ptr::null(), |s| s.as_ptr());
+    // SAFETY: each view covers exactly its part's slice (distinct mutable
+    // borrows, so no two overlap), each row_lse its rows, merged_lse and
+    // sink_logits part 0's rows and heads; all outlive the call.
+    check(unsafe { ffi::rlx_merge_softmax_parts(raw.as_ptr(), raw.len(), merged_ptr, sinks) })
 }
 
 #[cfg(test)]
@@ -1062,5 +1146,114 @@ mod tests {
         assert!(e.message().contains("PTRDIFF_MAX"), "{e}");
         assert!(s.iter().all(|v| v.is_nan()));
         assert!(kept_keys(&Mask::Causal, 0, 1, 1, 8).is_err());
+    }
+    /// A 12-key decode row (past 8, the token at slot 11) with a sink,
+    /// split at key 5: part A is 5 real past keys, part B the rest of the
+    /// decode layout, which carries the sink.
+    #[test]
+    fn merged_parts_equal_the_unsplit_row() {
+        let scores: Vec<f32> = (0..12).map(|k| ((k * 5) % 7) as f32 - 3.0).collect();
+        let sink = [0.5f32];
+        let options = SoftmaxOptions::default().with_sink_logits(&sink);
+        let (mut whole, mut lse) = (scores.clone(), [0.0f32]);
+        let decode = Mask::Decode {
+            past: 8,
+            upper: 11,
+            window: 0,
+        };
+        let one = |k| Shape::new(1, 1, 1, k);
+        masked_softmax_rows_lse(&mut whole, one(12), &decode, options, 0..1, &mut lse).unwrap();
+        let (mut a, mut b) = (scores[..5].to_vec(), scores[5..].to_vec());
+        let (mut lse_a, mut lse_b) = ([0.0f32], [0.0f32]);
+        let past = [8i64];
+        let rest = Mask::Decode {
+            past: 3,
+            upper: 6,
+            window: 0,
+        };
+        let plain = SoftmaxOptions::default();
+        let none = Mask::None.with_query_offsets(&past);
+        masked_softmax_rows_lse(&mut a, one(5), &none, plain, 0..1, &mut lse_a).unwrap();
+        masked_softmax_rows_lse(&mut b, one(7), &rest, options, 0..1, &mut lse_b).unwrap();
+        let mut merged = [0.0f32];
+        {
+            let mut parts = [
+                SoftmaxPart::new(&mut a, one(5), &lse_a),
+                SoftmaxPart::new(&mut b, one(7), &lse_b),
+            ];
+            merge_softmax_parts(&mut parts, Some(&mut merged), None).unwrap();
+        }
+        let split: Vec<f32> = a.iter().chain(b.iter()).copied().collect();
+        for (got, want) in split.iter().zip(&whole) {
+            assert!((got - want).abs() <= 1e-6, "{split:?} vs {whole:?}");
+        }
+        assert!((merged[0] - lse[0]).abs() <= 1e-5, "{merged:?} vs {lse:?}");
+
+        // The same with the sink added by the merge, in bf16.
+        let to_bf16 = |x: &[f32]| x.iter().map(|&v| Bf16::from_f32(v)).collect::<Vec<_>>();
+        let (mut a16, mut b16) = (to_bf16(&scores[..5]), to_bf16(&scores[5..]));
+        masked_softmax_rows_lse(&mut a16, one(5), &none, plain, 0..1, &mut lse_a).unwrap();
+        masked_softmax_rows_lse(&mut b16, one(7), &rest, plain, 0..1, &mut lse_b).unwrap();
+        let mut parts = [
+            SoftmaxPart::new(&mut a16, one(5), &lse_a),
+            SoftmaxPart::new(&mut b16, one(7), &lse_b),
+        ];
+        merge_softmax_parts(&mut parts, None, Some(&sink)).unwrap();
+        let split: Vec<f32> = a16.iter().chain(b16.iter()).map(|v| v.to_f32()).collect();
+        for (got, want) in split.iter().zip(&whole) {
+            assert!(
+                (got - want).abs() <= 1e-2 * want.max(1e-3),
+                "{split:?} vs {whole:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn bad_merges_are_errors_and_write_nothing() {
+        let mut a = vec![0.25f32; 4];
+        let mut b = vec![0.5f32; 4];
+        let (lse_a, lse_b) = ([1.0f32, 2.0], [1.0f32]);
+        let mut merged = [7.0f32; 2];
+        // Parts of different q_len: 2 rows of 2 keys, 1 row of 4.
+        let e = merge_softmax_parts(
+            &mut [
+                SoftmaxPart::new(&mut a, Shape::new(1, 1, 2, 2), &lse_a),
+                SoftmaxPart::new(&mut b, Shape::new(1, 1, 1, 4), &lse_b),
+            ],
+            Some(&mut merged),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(e.message().starts_with("rlx_merge_softmax_parts: "), "{e}");
+        assert!(
+            e.message().contains("part 1 shape [1, 1, 1, 4] differs"),
+            "{e}"
+        );
+        let e = merge_softmax_parts::<f32>(&mut [], None, None).unwrap_err();
+        assert!(e.message().contains("no parts"), "{e}");
+        // Slices that do not cover their shapes, a NaN sink.
+        let e = merge_softmax_parts(
+            &mut [SoftmaxPart::new(&mut a, Shape::new(1, 1, 2, 2), &lse_b)],
+            None,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("row_lse has 1"), "{e}");
+        let e = merge_softmax_parts(
+            &mut [SoftmaxPart::new(&mut a, Shape::new(1, 1, 2, 2), &lse_a)],
+            Some(&mut merged[..1]),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("merged_lse has 1"), "{e}");
+        let e = merge_softmax_parts(
+            &mut [SoftmaxPart::new(&mut a, Shape::new(1, 1, 2, 2), &lse_a)],
+            None,
+            Some(&[f32::NAN][..]),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("sink_logits[0]"), "{e}");
+        assert_eq!((a, b, merged), (vec![0.25; 4], vec![0.5; 4], [7.0; 2]));
     }
 }
