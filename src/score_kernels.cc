@@ -16,15 +16,36 @@
 #include "hwy/highway.h"
 #include "src/score_kernels-inl.h"
 
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+
+void ApplyMask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
+               float fill) {
+  switch (scores.type) {
+    case ScoreType::kF32:
+      return ApplyMaskRows<ScoreType::kF32>(scores, mask, rows, fill);
+    case ScoreType::kBF16:
+      return ApplyMaskRows<ScoreType::kBF16>(scores, mask, rows, fill);
+    case ScoreType::kF16:
+      return ApplyMaskRows<ScoreType::kF16>(scores, mask, rows, fill);
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
 #if HWY_ONCE
 #include "src/checked_size.h"
 #include "src/dispatch.h"
 #include "src/mask_rows.h"
+#include "src/softmax_rows.h"
 
 namespace rlx {
 
 HWY_EXPORT(ApplyMask);
-HWY_EXPORT(MaskedSoftmax);
 
 namespace {
 
@@ -327,7 +348,15 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
   CheckPerHead(kWho, "alibi_slopes", options.alibi_slopes, in.shape.heads,
                /*allow_neg_inf=*/false);
   if (rows.begin == rows.end) return;
-  RLX_DYNAMIC_DISPATCH(MaskedSoftmax)(in, out, mask, options, rows);
+  // One dispatch per row type, each in its own unit (src/softmax_rows.h).
+  switch (in.type) {
+    case ScoreType::kF32:
+      return detail::SoftmaxRowsF32(in, out, mask, options, rows);
+    case ScoreType::kBF16:
+      return detail::SoftmaxRowsBF16(in, out, mask, options, rows);
+    case ScoreType::kF16:
+      return detail::SoftmaxRowsF16(in, out, mask, options, rows);
+  }
 }
 
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
