@@ -123,9 +123,8 @@ void classify_blocks(const MaskSpec& mask, const Shape4& shape,
       }
       const detail::RowIndex i{batch_index, head, q};
       std::memset(bytes.data(), 0, n);
-      detail::RowKeepCache fresh;
       detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, bytes.data(),
-                           &fresh);
+                           /*origin=*/0, /*cache=*/nullptr);
       if (bias) {
         const float* row = static_cast<const float*>(mask.data) +
                            detail::RowOffset(mask.shape, mask.strides, i);

@@ -251,20 +251,25 @@ struct RowKeepCache {
   std::size_t b = 0, q = 0, m = 0;
 };
 
-// Per-element rules of row (b, h, q) inside its intervals `kept`: bytes[k]
-// (for k in the intervals) becomes 1 where the key is kept by the position
-// rules (explicit key positions), its segment and the dense keep part, 0
-// elsewhere. Bytes outside the intervals are not written. One simple loop
-// per rule, which the compiler vectorises.
+// Per-element rules of row (b, h, q) inside its intervals `kept`: the byte
+// of key k, bytes[k - origin] (for k in the intervals, all >= origin),
+// becomes 1 where the key is kept by the position rules (explicit key
+// positions), its segment and the dense keep part, 0 elsewhere. Bytes
+// outside the intervals are not written. One simple loop per rule, which
+// the compiler vectorises. `cache` (may be null: always computed) skips
+// the work when the buffer already holds this row's bytes.
 inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
                          const RowIndex& i, std::size_t q_len,
                          std::size_t k_len, const KeptKeys& kept,
-                         std::uint8_t* bytes, RowKeepCache* cache) {
+                         std::uint8_t* bytes, std::size_t origin,
+                         RowKeepCache* cache) {
   const std::size_t m = RowOffset(mask.shape, mask.strides, i);
-  if (cache->valid && cache->b == i.b && cache->q == i.q && cache->m == m) {
-    return;  // the same intervals and bytes as the previous row
+  if (cache != nullptr) {
+    if (cache->valid && cache->b == i.b && cache->q == i.q && cache->m == m) {
+      return;  // the same intervals and bytes as the previous row
+    }
+    *cache = {true, i.b, i.q, m};
   }
-  *cache = {true, i.b, i.q, m};
   // Bounds as int64: a kept position is in [0, INT64_MAX].
   const auto bound = [](__int128 v) {
     return static_cast<std::int64_t>(
@@ -291,22 +296,23 @@ inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
       // An empty slot (< 0) is below both ranges' begin of 0.
       for (std::size_t k = begin; k < end; ++k) {
         const std::int64_t p = positions[k];
-        bytes[k] = static_cast<std::uint8_t>((p >= base_begin && p < base_end) |
-                                             (p >= 0 && p < sink_end));
+        bytes[k - origin] = static_cast<std::uint8_t>(
+            (p >= base_begin && p < base_end) | (p >= 0 && p < sink_end));
       }
     } else {
-      std::memset(bytes + begin, 1, end - begin);
+      std::memset(bytes + (begin - origin), 1, end - begin);
     }
     if (k_segment != nullptr) {
       for (std::size_t k = begin; k < end; ++k) {
-        bytes[k] &= static_cast<std::uint8_t>(k_segment[k] == q_segment);
+        bytes[k - origin] &=
+            static_cast<std::uint8_t>(k_segment[k] == q_segment);
       }
     }
     switch (r.dense) {
       case DenseKind::kKeepF32: {
         const float* keep = static_cast<const float*>(mask.data) + m;
         for (std::size_t k = begin; k < end; ++k) {
-          bytes[k] &= static_cast<std::uint8_t>(keep[k] >= 0.5f);
+          bytes[k - origin] &= static_cast<std::uint8_t>(keep[k] >= 0.5f);
         }
         break;
       }
@@ -314,7 +320,7 @@ inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
         const std::uint8_t* keep =
             static_cast<const std::uint8_t*>(mask.data) + m;
         for (std::size_t k = begin; k < end; ++k) {
-          bytes[k] &= static_cast<std::uint8_t>(keep[k] != 0);
+          bytes[k - origin] &= static_cast<std::uint8_t>(keep[k] != 0);
         }
         break;
       }
@@ -322,7 +328,7 @@ inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
         const std::uint64_t* words =
             static_cast<const std::uint64_t*>(mask.data) + m;
         for (std::size_t k = begin; k < end; ++k) {
-          bytes[k] &=
+          bytes[k - origin] &=
               static_cast<std::uint8_t>((words[k / 64] >> (k % 64)) & 1);
         }
         break;

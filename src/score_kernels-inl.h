@@ -27,9 +27,7 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <vector>
 
-#include "hwy/aligned_allocator.h"
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
@@ -143,18 +141,26 @@ struct NoSource {
   }
 };
 
+// Keys of one tile of keep bytes: rows whose per-element keep bytes span
+// more keys are decided tile by tile, so the buffer is fixed-size (on the
+// stack: no allocation per call).
+constexpr std::size_t kKeepTileKeys = 8192;
+
 // The per-element rules of a row (one byte per key, 1 = kept:
 // detail::RowKeepBytes) on top of another source: masked keys become -inf,
-// kept ones are adjusted by `inner` (a bias, or nothing).
+// kept ones are adjusted by `inner` (a bias, or nothing). The byte of key k
+// is bytes[k - origin]: the buffer holds the row's bytes from key origin
+// (a fixed-size buffer, refilled tile by tile for long rows: WithOrigin).
 template <class Inner>
 struct KeptBytesSource {
   static constexpr bool kAdditive = Inner::kAdditive;
   static constexpr bool kMasks = true;
   const std::uint8_t* HWY_RESTRICT bytes;
+  std::size_t origin;
   Inner inner;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Keep(DF df, std::size_t k) const {
-    return KeepU8Source{bytes}.Keep(df, k);
+    return KeepU8Source{bytes}.Keep(df, k - origin);
   }
   template <class DF>
   HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
@@ -172,8 +178,11 @@ struct KeptBytesSource {
                                   float* buffer) const {
     auto* copy = reinterpret_cast<std::uint8_t*>(buffer + hn::MaxLanes(df));
     std::memset(copy, 0, hn::MaxLanes(df));
-    std::memcpy(copy, bytes + k, count);
-    return {copy, inner.Tail(df, k, count, buffer)};
+    std::memcpy(copy, bytes + (k - origin), count);
+    return {copy, 0, inner.Tail(df, k, count, buffer)};
+  }
+  HWY_INLINE KeptBytesSource WithOrigin(std::size_t key) const {
+    return {bytes, key, inner};
   }
 };
 
@@ -208,6 +217,9 @@ struct AlibiSource {
                               float* buffer) const {
     return {neg_slope, p_q, center - static_cast<double>(k),
             inner.Tail(df, k, count, buffer)};
+  }
+  HWY_INLINE AlibiSource WithOrigin(std::size_t key) const {
+    return {neg_slope, p_q, center, inner.WithOrigin(key)};
   }
   HWY_INLINE AlibiSource ForShift(std::int64_t shift) const {
     AlibiSource s = *this;
@@ -251,6 +263,9 @@ struct ExplicitAlibiSource {
                                       float* buffer) const {
     return {neg_slope, p_q, k_position + k, count,
             inner.Tail(df, k, count, buffer)};
+  }
+  HWY_INLINE ExplicitAlibiSource WithOrigin(std::size_t key) const {
+    return {neg_slope, p_q, k_position, limit, inner.WithOrigin(key)};
   }
   HWY_INLINE ExplicitAlibiSource ForShift(std::int64_t) const { return *this; }
 };
@@ -353,7 +368,9 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   const Elem<kType> fill = ElemFromF32<kType>(fill_value);
   auto* base = static_cast<Elem<kType>*>(scores.data);
   const detail::Rules rules = detail::RulesOf(mask);
-  std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  // The keep bytes of per-element rules, one tile of keys at a time (on the
+  // stack: no allocation per call).
+  alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
   detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
@@ -387,9 +404,16 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
     const KeptKeys kept =
         detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
     FillMasked<kType>(s, n, kept, fill);
-    if (rules.per_element) {
-      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
-                           keep_bytes.data(), &keep_cache);
+    // Rows whose kept keys span one tile take their bytes in one piece
+    // (shared by the heads whose bytes coincide); longer ones per tile.
+    const bool one_tile = kept.count > 0 && kept.intervals[kept.count - 1].end -
+                                                    kept.intervals[0].begin <=
+                                                kKeepTileKeys;
+    if (rules.per_element && one_tile) {
+      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, keep_bytes,
+                           kept.intervals[0].begin, &keep_cache);
+    } else {
+      keep_cache.valid = false;
     }
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
@@ -398,23 +422,20 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
         ApplyBiasRow<kType>(df, BiasSource{bias + m + iv.begin}, s + iv.begin,
                             iv.size());
       }
-      if (rules.per_element) {
-        ApplyKeepRow<kType>(df, KeepU8Source{keep_bytes.data() + iv.begin},
-                            s + iv.begin, iv.size(), fill);
+      if (!rules.per_element) continue;
+      for (std::size_t t = iv.begin; t < iv.end; t += kKeepTileKeys) {
+        const std::size_t len = std::min(kKeepTileKeys, iv.end - t);
+        std::size_t at = t - kept.intervals[0].begin;
+        if (!one_tile) {
+          detail::RowKeepBytes(mask, rules, i, shape.q_len, n,
+                               KeptKeys{{KeyInterval{t, t + len}}, 1},
+                               keep_bytes, t, /*cache=*/nullptr);
+          at = 0;
+        }
+        ApplyKeepRow<kType>(df, KeepU8Source{keep_bytes + at}, s + t, len,
+                            fill);
       }
     }
-  }
-}
-
-void ApplyMask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
-               float fill) {
-  switch (scores.type) {
-    case ScoreType::kF32:
-      return ApplyMaskRows<ScoreType::kF32>(scores, mask, rows, fill);
-    case ScoreType::kBF16:
-      return ApplyMaskRows<ScoreType::kBF16>(scores, mask, rows, fill);
-    case ScoreType::kF16:
-      return ApplyMaskRows<ScoreType::kF16>(scores, mask, rows, fill);
   }
 }
 
@@ -573,7 +594,7 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
 // which never overflows on the way. Lane sums are widened into sum_lo and
 // sum_hi (AddWide) every kBlock steps (below). kStore = false: the sums
-// alone (SegmentKeptProbs recomputes the values).
+// alone (SegmentProbs recomputes the values).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
 // constants come from ExpConstants.
@@ -702,15 +723,17 @@ HWY_INLINE void StoreKeptLanes(DF df, hn::Vec<DF> v, hn::Mask<DF> kept,
   }
 }
 
-// Pass 3 for rows whose masked keys must stay unwritten (zero_masked =
-// false with a per-element source): the exp values are recomputed (the
-// same arithmetic as SegmentExp's, so the kept keys come out bit for bit as
-// in the default mode) and only kept keys are stored.
-template <ScoreType kType, bool kPlain, class DF, class Source>
-HWY_NOINLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
-                                   const Source& row_src,
-                                   const SoftmaxOptions& options, float max,
-                                   float inv_sum, Elem<kType>* out) {
+// Pass 3 from the scores, for rows whose exp values were not kept in
+// `work`: out = exp(t - max) * inv_sum, recomputed with SegmentExp's
+// arithmetic (so that every key comes out bit for bit as when the values
+// are kept). kKeptOnly: masked keys stay unwritten (zero_masked = false with
+// a masking source); otherwise every key of the segment is stored, masked
+// ones as 0.
+template <ScoreType kType, bool kKeptOnly, bool kPlain, class DF, class Source>
+HWY_NOINLINE void SegmentProbs(DF df, const Segment<kType>& seg,
+                               const Source& row_src,
+                               const SoftmaxOptions& options, float max,
+                               float inv_sum, Elem<kType>* out) {
   const std::size_t N = hn::Lanes(df);
   const Source src = ForSegment(row_src, seg);
   const auto log2e =
@@ -718,41 +741,156 @@ HWY_NOINLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
   const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
   const auto max_v = hn::Set(df, max);
   const auto inv = hn::Set(df, inv_sum);
+  const auto prob = [&](hn::Vec<DF> x, const auto& source,
+                        std::size_t at) RLX_INLINE_LAMBDA {
+    return hn::Mul(
+        ExpOf<kPlain>(df, x, source, at, log2e, neg_max_log2e, max_v, options),
+        inv);
+  };
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  for (std::size_t k = 0; k < seg.n; k += N) {
+  std::size_t k = 0;
+  if constexpr (!kKeptOnly) {
+    for (; k + N <= seg.n; k += N) {
+      StoreRow<kType>(df, prob(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k),
+                      out + k);
+    }
+  }
+  // Kept-only rows go through tails everywhere: their stores are per lane.
+  for (; k < seg.n; k += N) {
     const std::size_t count = std::min(N, seg.n - k);
     const auto tail = src.Tail(df, seg.k0 + k, count, buffer);
-    const auto e = ExpOf<kPlain>(df, LoadRowTail<kType>(df, seg.in + k, count),
-                                 tail, 0, log2e, neg_max_log2e, max_v, options);
-    StoreKeptLanes<kType>(df, hn::Mul(e, inv), tail.Kept(df, 0), out + k,
-                          count);
+    const auto p = prob(LoadRowTail<kType>(df, seg.in + k, count), tail, 0);
+    if constexpr (kKeptOnly) {
+      StoreKeptLanes<kType>(df, p, tail.Kept(df, 0), out + k, count);
+    } else {
+      StoreRowTail<kType>(df, p, out + k, count);
+    }
   }
 }
+
+template <ScoreType kType, bool kKeptOnly, class DF, class Source>
+HWY_INLINE void SegmentProbs(DF df, const Segment<kType>& seg,
+                             const Source& src, const SoftmaxOptions& options,
+                             float max, bool plain, float inv_sum,
+                             Elem<kType>* out) {
+  // The plain path exists for sources without a bias only (SoftmaxSegments).
+  if constexpr (!Source::kAdditive) {
+    if (plain) {
+      return SegmentProbs<kType, kKeptOnly, true>(df, seg, src, options, max,
+                                                  inv_sum, out);
+    }
+  }
+  SegmentProbs<kType, kKeptOnly, false>(df, seg, src, options, max, inv_sum,
+                                        out);
+}
+
+// Pass 2 of one segment with the row's choices: the plain argument (never
+// with a bias: only sources without one instantiate it) and whether the
+// values are stored in `work` (not when pass 3 recomputes them).
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE void RowExp(DF df, const Segment<kType>& seg, const Source& src,
+                       const SoftmaxOptions& options, float max, bool plain,
+                       bool store, detail::RowPrefetch& prefetch,
+                       hn::Vec<WideTag<DF>>& sum_lo,
+                       hn::Vec<WideTag<DF>>& sum_hi) {
+  const auto run = [&](auto plain_tag, auto store_tag) RLX_INLINE_LAMBDA {
+    SegmentExp<kType, decltype(plain_tag)::value, decltype(store_tag)::value>(
+        df, seg, src, options, max, prefetch, sum_lo, sum_hi);
+  };
+  using Yes = std::true_type;
+  using No = std::false_type;
+  if constexpr (!Source::kAdditive) {
+    if (plain) return store ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+  }
+  return store ? run(No{}, Yes{}) : run(No{}, No{});
+}
+
+// Fills the keep bytes of keys [begin, end) of one row into `bytes` from
+// its start (detail::RowKeepBytes with origin begin).
+struct KeepTileFill {
+  const MaskSpec* mask;
+  const detail::Rules* rules;
+  detail::RowIndex row;
+  std::size_t q_len, k_len;
+  std::uint8_t* bytes;
+  void operator()(std::size_t begin, std::size_t end) const {
+    const KeptKeys tile{{KeyInterval{begin, end}}, 1};
+    detail::RowKeepBytes(*mask, *rules, row, q_len, k_len, tile, bytes, begin,
+                         /*cache=*/nullptr);
+  }
+};
+
+template <class Source>
+constexpr bool kHasOrigin = false;
+template <class Inner>
+constexpr bool kHasOrigin<KeptBytesSource<Inner>> = true;
+template <class Inner>
+constexpr bool kHasOrigin<AlibiSource<Inner>> = kHasOrigin<Inner>;
+template <class Inner>
+constexpr bool kHasOrigin<ExplicitAlibiSource<Inner>> = kHasOrigin<Inner>;
+
+// The kept segments of one row (at most KeptKeys::kMaxIntervals), as every
+// pass visits them: ForEach(src, f) calls f(segment, out, source) for each.
+// `stored`: each segment's `work` holds its exp values between passes 2 and
+// 3 (f32 rows: the output itself; 16-bit rows whose kept keys fit the stack
+// scratch); otherwise pass 3 recomputes them and `work` is only the
+// scratch's start. `tiles` (rows whose keep bytes do not fit their buffer):
+// each segment is visited in tiles of kKeepTileKeys keys, the buffer
+// refilled and the source rebased (WithOrigin) before each.
+template <ScoreType kType>
+struct RowSegments {
+  const Segment<kType>* segs;
+  Elem<kType>* const* outs;
+  std::size_t count;
+  bool stored;
+  const KeepTileFill* tiles;
+
+  template <class Source, class F>
+  HWY_INLINE void ForEach(const Source& src, const F& f) const {
+    for (std::size_t j = 0; j < count; ++j) {
+      if constexpr (kHasOrigin<Source>) {
+        if (tiles != nullptr) {
+          const Segment<kType>& seg = segs[j];
+          for (std::size_t t = 0; t < seg.n; t += kKeepTileKeys) {
+            const std::size_t len = std::min(kKeepTileKeys, seg.n - t);
+            (*tiles)(seg.k0 + t, seg.k0 + t + len);
+            const Segment<kType> tile{seg.in + t,
+                                      stored ? seg.work + t : seg.work,
+                                      seg.k0 + t, len, seg.shift};
+            f(tile, outs[j] + t, src.WithOrigin(seg.k0 + t));
+          }
+          continue;
+        }
+      }
+      f(segs[j], outs[j], src);
+    }
+  }
+};
 
 // The maximum of the row's transformed kept scores: pass 1 over every
 // segment, then the scale and softcap applied to the maximum alone where
 // that is exact (see MaxOf).
 template <ScoreType kType, class DF, class Source>
-HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
-                        const Source& src, const SoftmaxOptions& options) {
+HWY_INLINE float RowMax(DF df, const RowSegments<kType>& row,
+                        const Source& row_src, const SoftmaxOptions& options) {
   constexpr bool kBias = Source::kAdditive;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   auto max = hn::Set(df, kNegInf);
-  for (std::size_t i = 0; i < count; ++i) {
+  row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
+                           const Source& src) {
     if constexpr (kBias) {
-      max = SegmentMax<kType, MaxOf::kTransformed>(df, segs[i], src, options,
-                                                   max);
+      max = SegmentMax<kType, MaxOf::kTransformed>(df, seg, src, options, max);
     } else if (options.softcap > 0.0f) {
       max = options.scale >= 0.0f ? SegmentMax<kType, MaxOf::kRawCapped>(
-                                        df, segs[i], src, options, max)
+                                        df, seg, src, options, max)
                                   : SegmentMax<kType, MaxOf::kNegatedCapped>(
-                                        df, segs[i], src, options, max);
+                                        df, seg, src, options, max);
     } else if (options.scale >= 0.0f) {
-      max = SegmentMax<kType, MaxOf::kRaw>(df, segs[i], src, options, max);
+      max = SegmentMax<kType, MaxOf::kRaw>(df, seg, src, options, max);
     } else {
-      max = SegmentMax<kType, MaxOf::kNegated>(df, segs[i], src, options, max);
+      max = SegmentMax<kType, MaxOf::kNegated>(df, seg, src, options, max);
     }
-  }
+  });
   float m;
   if constexpr (HWY_TARGET == HWY_EMU128) {
     // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
@@ -773,71 +911,69 @@ HWY_INLINE float RowMax(DF df, const Segment<kType>* segs, std::size_t count,
                                 : scaled;
 }
 
-// Whether any kept transformed score of the segments is NaN. Only called
-// for rows whose maximum came out -inf, so its cost does not matter.
+// Whether any kept transformed score of the row is NaN. Only called for
+// rows whose maximum came out -inf, so its cost does not matter.
 template <ScoreType kType, class DF, class Source>
-HWY_NOINLINE bool KeptNaN(DF df, const Segment<kType>* segs, std::size_t count,
-                          const Source& src, const SoftmaxOptions& options) {
+HWY_NOINLINE bool KeptNaN(DF df, const RowSegments<kType>& row,
+                          const Source& row_src,
+                          const SoftmaxOptions& options) {
   const std::size_t N = hn::Lanes(df);
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  for (std::size_t i = 0; i < count; ++i) {
-    const Segment<kType>& seg = segs[i];
+  bool nan = false;
+  row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
+                           const Source& src) {
     const Source seg_src = ForSegment(src, seg);
-    for (std::size_t k = 0; k < seg.n; k += N) {
+    for (std::size_t k = 0; k < seg.n && !nan; k += N) {
       const std::size_t n = std::min(N, seg.n - k);
       const auto x = LoadRowTail<kType>(df, seg.in + k, n);
       const auto t =
           seg_src.Tail(df, seg.k0 + k, n, buffer)
               .Adjust(df, 0, Transform(df, x, options.scale, options.softcap));
-      if (!hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)))) {
-        return true;
-      }
+      nan = !hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)));
     }
-  }
-  return false;
+  });
+  return nan;
 }
 
 // `value` on every kept key of the segments; masked keys within them get 0,
 // or stay unwritten when !zero_masked.
 template <ScoreType kType, class DF, class Source>
-HWY_NOINLINE void StoreKeptRow(DF df, const Segment<kType>* segs,
-                               std::size_t count, Elem<kType>* const* outs,
-                               const Source& src, bool zero_masked,
+HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments<kType>& row,
+                               const Source& row_src, bool zero_masked,
                                float value) {
   const std::size_t N = hn::Lanes(df);
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  for (std::size_t i = 0; i < count; ++i) {
-    const Source seg_src = ForSegment(src, segs[i]);
-    for (std::size_t k = 0; k < segs[i].n; k += N) {
-      const std::size_t n = std::min(N, segs[i].n - k);
-      const auto kept = seg_src.Tail(df, segs[i].k0 + k, n, buffer).Kept(df, 0);
+  row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>* out,
+                           const Source& src) {
+    const Source seg_src = ForSegment(src, seg);
+    for (std::size_t k = 0; k < seg.n; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
       const auto v = hn::Set(df, value);
       if (zero_masked) {
-        StoreRowTail<kType>(df, hn::IfThenElseZero(kept, v), outs[i] + k, n);
+        StoreRowTail<kType>(df, hn::IfThenElseZero(kept, v), out + k, n);
       } else {
-        StoreKeptLanes<kType>(df, v, kept, outs[i] + k, n);
+        StoreKeptLanes<kType>(df, v, kept, out + k, n);
       }
     }
-  }
+  });
 }
 
 // A NaN row: NaN on every kept key, 0 on the masked keys of a dense mask
 // (unwritten when !zero_masked; those outside the segments of a structured
 // mask are the caller's). Rare, so not tuned.
 template <ScoreType kType, class DF, class Source>
-HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
-                              std::size_t count, Elem<kType>* const* outs,
+HWY_NOINLINE void StoreNaNRow(DF df, const RowSegments<kType>& row,
                               const Source& src, bool zero_masked) {
-  StoreKeptRow(df, segs, count, outs, src, zero_masked,
+  StoreKeptRow(df, row, src, zero_masked,
                std::numeric_limits<float>::quiet_NaN());
 }
 
-// The whole softmax of one row over its kept segments (at most
-// KeptKeys::kMaxIntervals; one whole-row segment for dense-only masks). `work`
-// holds exp values: the output row itself for f32, a scratch row for 16-bit
-// types. Masked keys outside the segments are the caller's (zero-filled in
-// the default mode). `sink` is the head's sink logit (-inf: none); the row's
-// log-sum-exp goes to *lse when lse is not null.
+// The whole softmax of one row over its kept segments (one whole-row
+// segment for dense-only masks). Masked keys outside the segments are the
+// caller's (zero-filled in the default mode). `sink` is the head's sink
+// logit (-inf: none); the row's log-sum-exp goes to *lse when lse is not
+// null.
 //
 // With a sink the maximum is M = max(max_k t_k, sink) and the denominator
 // gains exp(sink - M), computed in double. On the plain path every exp
@@ -845,8 +981,7 @@ HWY_NOINLINE void StoreNaNRow(DF df, const Segment<kType>* segs,
 // in the normalisation): the sink term and the log-sum-exp are computed
 // with that same rounded constant, so that it still cancels.
 template <ScoreType kType, class DF, class Source>
-HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
-                                std::size_t count, Elem<kType>* const* outs,
+HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
                                 const Source& src,
                                 const SoftmaxOptions& options, float sink,
                                 float* lse, detail::RowPrefetch& prefetch) {
@@ -855,20 +990,21 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   // Masked keys inside the segments must stay unwritten.
   const bool blend = Source::kMasks && !options.zero_masked;
-  const float row_max = RowMax<kType>(df, segs, count, src, options);
+  const float row_max = RowMax<kType>(df, row, src, options);
   if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
-    if (KeptNaN<kType>(df, segs, count, src, options)) {
-      StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+    if (KeptNaN<kType>(df, row, src, options)) {
+      StoreNaNRow(df, row, src, options.zero_masked);
       if (lse != nullptr) *lse = kNaN;
     } else {
-      if (Source::kMasks) {
-        StoreKeptRow(df, segs, count, outs, src, options.zero_masked, 0.0f);
+      if constexpr (Source::kMasks) {
+        StoreKeptRow(df, row, src, options.zero_masked, 0.0f);
       } else {
-        for (std::size_t i = 0; i < count; ++i) {
-          FillRun<kType>(outs[i], 0, segs[i].n, Elem<kType>{});
-        }
+        row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
+                             const Source&) {
+          FillRun<kType>(out, 0, seg.n, Elem<kType>{});
+        });
       }
       if (lse != nullptr) *lse = -kInf;
     }
@@ -877,7 +1013,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   if (row_max == kInf) {
     // A kept score is +inf after scaling (or overflowed to it): plain
     // softmax gives inf - inf = NaN.
-    StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+    StoreNaNRow(df, row, src, options.zero_masked);
     if (lse != nullptr) *lse = kNaN;
     return;
   }
@@ -890,28 +1026,16 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
   const bool plain = !kBias && options.softcap <= 0.0f &&
                      std::fabs(max * kLog2e) <= 0x1p20 &&
                      std::fabs(options.scale * kLog2e) <= FLT_MAX;
+  // Pass 3 normalises the stored values, or recomputes them.
+  const bool store = row.stored && !blend;
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (plain) {
-      if (blend) {
-        SegmentExp<kType, true, false>(df, segs[i], src, options, max, prefetch,
-                                       sum_lo, sum_hi);
-      } else {
-        SegmentExp<kType, true>(df, segs[i], src, options, max, prefetch,
-                                sum_lo, sum_hi);
-      }
-    } else {
-      if (blend) {
-        SegmentExp<kType, false, false>(df, segs[i], src, options, max,
-                                        prefetch, sum_lo, sum_hi);
-      } else {
-        SegmentExp<kType, false>(df, segs[i], src, options, max, prefetch,
-                                 sum_lo, sum_hi);
-      }
-    }
-  }
+  row.ForEach(
+      src, [&](const Segment<kType>& seg, Elem<kType>*, const Source& seg_src) {
+        RowExp<kType>(df, seg, seg_src, options, max, plain, store, prefetch,
+                      sum_lo, sum_hi);
+      });
   double sum = WideTotal(dd, sum_lo, sum_hi);
   // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
   constexpr double kLn2 = 0.693147180559945309417;
@@ -923,7 +1047,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
     // gives, but masked keys stay 0 (normalising them by NaN would not).
     // The maximum's own exp is ~1, so the sum is never 0 otherwise.
-    StoreNaNRow(df, segs, count, outs, src, options.zero_masked);
+    StoreNaNRow(df, row, src, options.zero_masked);
     if (lse != nullptr) *lse = kNaN;
     return;
   }
@@ -931,17 +1055,22 @@ HWY_INLINE void SoftmaxSegments(DF df, const Segment<kType>* segs,
     *lse = static_cast<float>(max + (std::log(sum) - shift));
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (!blend) {
-      SegmentNormalize<kType>(df, segs[i].work, outs[i], segs[i].n, inv_sum);
-    } else if (plain) {
-      SegmentKeptProbs<kType, true>(df, segs[i], src, options, max, inv_sum,
-                                    outs[i]);
-    } else {
-      SegmentKeptProbs<kType, false>(df, segs[i], src, options, max, inv_sum,
-                                     outs[i]);
+  row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
+                       const Source& seg_src) {
+    if (store) {
+      SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
+      return;
     }
-  }
+    if constexpr (Source::kMasks) {
+      if (blend) {
+        SegmentProbs<kType, /*kKeptOnly=*/true>(df, seg, seg_src, options, max,
+                                                plain, inv_sum, out);
+        return;
+      }
+    }
+    SegmentProbs<kType, /*kKeptOnly=*/false>(df, seg, seg_src, options, max,
+                                             plain, inv_sum, out);
+  });
 }
 
 // The dense part's address unit (its offsets count these) and row bytes.
@@ -975,28 +1104,35 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   auto* out_base = static_cast<Elem<kType>*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   const detail::Rules rules = detail::RulesOf(mask);
-  // 16-bit rows keep their exp values in f32 scratch, not in the output.
-  // Aligned, so that the split of a row's sums (SegmentExp aligns its
-  // stores to `work`) and with it every result is the same in every call.
-  const hwy::AlignedFreeUniquePtr<float[]> scratch =
-      kType == ScoreType::kF32 ? nullptr : hwy::AllocateAligned<float>(n);
-  std::vector<std::uint8_t> keep_bytes(rules.per_element ? n : 0);
+  // Fixed-size buffers on the stack, so that no call allocates. 16-bit
+  // rows keep their exp values in f32 scratch while the kept keys fit it
+  // (16 KiB), each segment from a 64-byte boundary: SegmentExp aligns its
+  // stores to `work`, so the split of a row's sums, and with it every
+  // result, is the same in every call. Longer rows recompute them in pass 3
+  // (from 16-bit input, which costs less than a round trip through f32
+  // scratch that no longer fits L1). The keep bytes of per-element rules:
+  // one tile of kKeepTileKeys keys (8 KiB).
+  constexpr std::size_t kScratchKeys = kType == ScoreType::kF32 ? 1 : 4096;
+  constexpr std::size_t kAlignKeys = 64 / sizeof(float);
+  alignas(64) float scratch[kScratchKeys];
+  alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
   detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
   const std::size_t mask_unit = DenseUnitBytes(rules.dense);
   const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
+  // Dense-only rows read their dense part directly, unless ALiBi wraps the
+  // source: the rule path (keep bytes, or the bias) then serves them, so
+  // that the ALiBi wrappers exist for fewer sources.
+  const bool dense_rows = rules.dense_only && options.alibi_slopes == nullptr;
+  const bool per_element =
+      rules.per_element ||
+      (rules.dense_only && !dense_rows && rules.dense != DenseKind::kBias);
   detail::RowPrefetch prefetch;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end;
        ++r, i = detail::NextRowIndex(shape, i)) {
     const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
     Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
-    float* work;
-    if constexpr (kType == ScoreType::kF32) {
-      work = o;
-    } else {
-      work = scratch.get();
-    }
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
     // [0, n) for dense-only masks.
     const KeptKeys kept =
@@ -1021,18 +1157,82 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
+    // The segments: exp values in the output (f32) or at 64-byte aligned
+    // offsets of the scratch (16-bit, when they fit).
+    Segment<kType> segs[KeptKeys::kMaxIntervals];
+    Elem<kType>* outs[KeptKeys::kMaxIntervals];
+    std::size_t offsets[KeptKeys::kMaxIntervals];
+    std::size_t scratch_keys = 0;
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      offsets[j] = scratch_keys;
+      scratch_keys +=
+          (kept.intervals[j].size() + kAlignKeys - 1) / kAlignKeys * kAlignKeys;
+    }
+    const bool stored =
+        kType == ScoreType::kF32 || scratch_keys <= kScratchKeys;
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      const KeyInterval& iv = kept.intervals[j];
+      // The Decode token at slot upper sits at position past.
+      const std::int64_t shift = rules.decode && iv.begin == mask.upper
+                                     ? static_cast<std::int64_t>(mask.past) -
+                                           static_cast<std::int64_t>(mask.upper)
+                                     : 0;
+      float* work;
+      if constexpr (kType == ScoreType::kF32) {
+        work = o + iv.begin;
+      } else {
+        work = stored ? scratch + offsets[j] : scratch;
+      }
+      segs[j] = {s + iv.begin, work, iv.begin, iv.size(), shift};
+      outs[j] = o + iv.begin;
+    }
+    // Per-element rules: the row's keep bytes from its first kept key, in
+    // one piece (shared by the heads whose bytes coincide) or tile by tile.
+    const KeepTileFill tile_fill{&mask, &rules, i, shape.q_len, n, keep_bytes};
+    const KeepTileFill* tiles = nullptr;
+    const std::size_t origin = kept.count > 0 ? kept.intervals[0].begin : 0;
+    if (per_element && kept.count > 0) {
+      if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
+        detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, keep_bytes,
+                             origin, &keep_cache);
+      } else {
+        keep_cache.valid = false;  // the tiles overwrite the bytes
+        tiles = &tile_fill;
+      }
+    }
+    const RowSegments<kType> row{segs, outs, kept.count, stored, tiles};
     const float sink = options.sink_logits != nullptr
                            ? options.sink_logits[i.h]
                            : -std::numeric_limits<float>::infinity();
     float* lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
+    if (dense_rows) {
+      switch (rules.dense) {
+        case DenseKind::kKeepF32:
+          SoftmaxSegments<kType>(
+              df, row, KeepF32Source{static_cast<const float*>(mask.data) + m},
+              options, sink, lse, prefetch);
+          continue;
+        case DenseKind::kKeepU8:
+          SoftmaxSegments<kType>(
+              df, row,
+              KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m},
+              options, sink, lse, prefetch);
+          continue;
+        case DenseKind::kBias:
+          SoftmaxSegments<kType>(df, row, BiasSource{bias + m}, options, sink,
+                                 lse, prefetch);
+          continue;
+        case DenseKind::kKeepBits:  // per element, below
+        case DenseKind::kNone:      // not dense_only
+          break;
+      }
+    }
     // ALiBi wraps the row's source: its term comes after the transform and
     // before the bias or keep decision of `inner`.
-    const auto run = [&](const Segment<kType>* segs, std::size_t count,
-                         Elem<kType>* const* outs, const auto& inner) {
+    const auto run = [&](const auto& inner) {
       using Inner = std::decay_t<decltype(inner)>;
       if (options.alibi_slopes == nullptr) {
-        SoftmaxSegments<kType>(df, segs, count, outs, inner, options, sink, lse,
-                               prefetch);
+        SoftmaxSegments<kType>(df, row, inner, options, sink, lse, prefetch);
         return;
       }
       const float neg_slope = -options.alibi_slopes[i.h];
@@ -1041,7 +1241,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       if constexpr (kIsKeptBytes<Inner>) {
         if (rules.explicit_keys) {
           SoftmaxSegments<kType>(
-              df, segs, count, outs,
+              df, row,
               ExplicitAlibiSource<Inner>{
                   neg_slope, p_q, mask.k_position + i.b * n,
                   std::numeric_limits<std::size_t>::max(), inner},
@@ -1049,74 +1249,27 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           return;
         }
       }
-      SoftmaxSegments<kType>(df, segs, count, outs,
+      SoftmaxSegments<kType>(df, row,
                              AlibiSource<Inner>{neg_slope, p_q, p_q, inner},
                              options, sink, lse, prefetch);
     };
-    if (rules.dense_only) {
-      const Segment<kType> whole{s, work, 0, n};
-      switch (rules.dense) {
-        case DenseKind::kKeepF32:
-          run(&whole, 1, &o,
-              KeepF32Source{static_cast<const float*>(mask.data) + m});
-          continue;
-        case DenseKind::kKeepU8:
-          run(&whole, 1, &o,
-              KeepU8Source{static_cast<const std::uint8_t*>(mask.data) + m});
-          continue;
-        case DenseKind::kBias:
-          run(&whole, 1, &o, BiasSource{bias + m});
-          continue;
-        case DenseKind::kKeepBits:  // per element, below
-        case DenseKind::kNone:      // not dense_only
-          break;
-      }
-    }
-    Segment<kType> segs[KeptKeys::kMaxIntervals];
-    Elem<kType>* outs[KeptKeys::kMaxIntervals];
-    for (std::size_t j = 0; j < kept.count; ++j) {
-      const KeyInterval& iv = kept.intervals[j];
-      // The Decode token at slot upper sits at position past.
-      const std::int64_t shift = rules.decode && iv.begin == mask.upper
-                                     ? static_cast<std::int64_t>(mask.past) -
-                                           static_cast<std::int64_t>(mask.upper)
-                                     : 0;
-      segs[j] = {s + iv.begin, work + iv.begin, iv.begin, iv.size(), shift};
-      outs[j] = o + iv.begin;
-    }
-    if (rules.per_element) {
-      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
-                           keep_bytes.data(), &keep_cache);
-      if (rules.dense == DenseKind::kBias) {
-        run(segs, kept.count, outs,
-            KeptBytesSource<BiasSource>{keep_bytes.data(), {bias + m}});
+    const bool has_bias = rules.dense == DenseKind::kBias;
+    if (per_element) {
+      if (has_bias) {
+        run(KeptBytesSource<BiasSource>{keep_bytes, origin, {bias + m}});
       } else {
-        run(segs, kept.count, outs,
-            KeptBytesSource<NoSource>{keep_bytes.data(), {}});
+        run(KeptBytesSource<NoSource>{keep_bytes, origin, {}});
       }
-    } else if (rules.dense == DenseKind::kBias) {
-      run(segs, kept.count, outs, BiasSource{bias + m});
+    } else if (has_bias) {
+      run(BiasSource{bias + m});
     } else {
-      run(segs, kept.count, outs, NoSource{});
+      run(NoSource{});
     }
     // The masked keys last (the fill never touches a kept key, so the
     // order does not change a result): its stores then drain while the
     // next row's max pass loads, instead of queueing in front of this
     // row's exp stores. Kept-only writes leave them alone.
     if (options.zero_masked) FillMasked<kType>(o, n, kept, Elem<kType>{});
-  }
-}
-
-void MaskedSoftmax(const ScoreView& in, const ScoreView& out,
-                   const MaskSpec& mask, const SoftmaxOptions& options,
-                   RowRange rows) {
-  switch (in.type) {
-    case ScoreType::kF32:
-      return SoftmaxRows<ScoreType::kF32>(in, out, mask, options, rows);
-    case ScoreType::kBF16:
-      return SoftmaxRows<ScoreType::kBF16>(in, out, mask, options, rows);
-    case ScoreType::kF16:
-      return SoftmaxRows<ScoreType::kF16>(in, out, mask, options, rows);
   }
 }
 

@@ -756,6 +756,74 @@ TEST_P(SoftmaxExtTest, KeptOnlyWritesLeaveMaskedKeysAlone) {
   }
 }
 
+// Rows longer than the kernels' stack buffers (16-bit exp scratch of 4096
+// keys, keep bytes in tiles of 8192: src/score_kernels-inl.h): 16-bit rows
+// then recompute their exp values in pass 3, and per-element rules are
+// decided tile by tile in every pass. Every rule, sinks, ALiBi, row_lse
+// and both write modes against the oracle; apply_mask bit for bit.
+TEST_P(SoftmaxExtTest, RowsBeyondTheStackBuffersMatchTheOracle) {
+  std::mt19937_64 rng(4097);
+  const int iterations = testing::ScaledIterations(24);
+  for (int it = 0; it < iterations; ++it) {
+    const std::size_t n = it % 3 == 0   ? 4097 + rng() % 64
+                          : it % 3 == 1 ? 8193 + rng() % 300
+                                        : 9000 + rng() % 9000;
+    const Shape4 s{1, 1 + rng() % 2, 1 + rng() % 2, n};
+    ExtMask em;
+    RandomMask(rng, s, em);
+    const std::vector<float> sinks = RandomSinks(rng, s.heads);
+    const std::vector<float> slopes = alibi_slopes(s.heads, 8.0f);
+    std::vector<float> lse(s.rows(), 123.0f), lse_want(s.rows(), 456.0f);
+    SoftmaxOptions options;
+    options.scale = 0.5f;
+    options.softcap = rng() % 3 == 0 ? 5.0f : 0.0f;
+    if (rng() % 2) options.sink_logits = sinks.data();
+    if (rng() % 2) options.alibi_slopes = slopes.data();
+    options.row_lse = lse.data();
+    options.zero_masked = rng() % 3 != 0;
+    for (ScoreType type : kTypes) {
+      const testing::Tensor t = RandomScores(rng, type, s);
+      const std::string where = std::string(testing::TypeName(type)) + " " +
+                                em.name + " " + ShapeName(s) + " iteration " +
+                                std::to_string(it);
+      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      ScoreView got = testing::SameViewIn(t, got_bytes);
+      ScoreView want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, em.mask, options);
+      SoftmaxOptions ref_options = options;
+      ref_options.row_lse = lse_want.data();
+      reference::masked_softmax(want, want, em.mask, ref_options,
+                                RowRange::all(s));
+      ASSERT_EQ(ExtMismatch(before, got, want, em.mask, options, lse.data(),
+                            lse_want.data()),
+                "")
+          << where;
+      if (!options.zero_masked) {
+        // Masked keys keep their scores bit for bit.
+        const std::size_t es = testing::ElemSize(type);
+        for (std::size_t h = 0; h < s.heads; ++h)
+          for (std::size_t q = 0; q < s.q_len; ++q)
+            for (std::size_t k = 0; k < n; ++k) {
+              if (reference::is_kept(em.mask, s, 0, h, q, k)) continue;
+              const std::size_t off = testing::Offset(got, 0, h, q, k) * es;
+              ASSERT_EQ(
+                  std::memcmp(
+                      static_cast<const std::uint8_t*>(got.data) + off,
+                      static_cast<const std::uint8_t*>(before.data) + off, es),
+                  0)
+                  << where << " masked key " << k << " was written";
+            }
+      }
+      got = testing::SameViewIn(t, got_bytes);
+      want = testing::SameViewIn(t, want_bytes);
+      apply_mask(got, em.mask, -1e9f);
+      reference::apply_mask(want, em.mask, RowRange::all(s), -1e9f);
+      ASSERT_EQ(testing::ApplyMismatch(got, want, em.mask), "") << where;
+    }
+  }
+}
+
 // NaN (or +inf) sinks and non-finite slopes: a named error naming the head
 // and value, and nothing written.
 TEST_P(SoftmaxExtTest, BadSinksAndSlopesAreNamedErrorsAndWriteNothing) {
