@@ -257,8 +257,9 @@ struct RowKeepCache {
 // positions), its segment and the dense keep part, 0 elsewhere. Bytes
 // outside the intervals are not written. One simple loop per rule, which
 // the compiler vectorises. `cache` (may be null: always computed) skips
-// the work when the buffer already holds this row's bytes.
-inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
+// the work when the buffer already holds this row's bytes; returns whether
+// the bytes were computed.
+inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
                          const RowIndex& i, std::size_t q_len,
                          std::size_t k_len, const KeptKeys& kept,
                          std::uint8_t* bytes, std::size_t origin,
@@ -266,7 +267,7 @@ inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
   const std::size_t m = RowOffset(mask.shape, mask.strides, i);
   if (cache != nullptr) {
     if (cache->valid && cache->b == i.b && cache->q == i.q && cache->m == m) {
-      return;  // the same intervals and bytes as the previous row
+      return false;  // the same intervals and bytes as the previous row
     }
     *cache = {true, i.b, i.q, m};
   }
@@ -338,6 +339,29 @@ inline void RowKeepBytes(const MaskSpec& mask, const Rules& r,
         break;
     }
   }
+  return true;
+}
+
+// The intervals `kept` narrowed to their first and last kept key by the
+// row's keep bytes (bytes[k - origin], 1 = kept), empty ones dropped:
+// packed documents keep [document start, query] of a causal interval that
+// starts at 0. *all_kept: whether every key of the narrowed intervals is
+// kept, so that the bytes need not be read at all.
+inline KeptKeys NarrowToKeptBytes(const KeptKeys& kept,
+                                  const std::uint8_t* bytes, std::size_t origin,
+                                  bool* all_kept) {
+  KeptKeys narrowed;
+  std::size_t ones = 0;
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    std::size_t begin = kept.intervals[j].begin, end = kept.intervals[j].end;
+    while (begin < end && bytes[begin - origin] == 0) ++begin;
+    while (end > begin && bytes[end - 1 - origin] == 0) --end;
+    if (begin == end) continue;
+    for (std::size_t k = begin; k < end; ++k) ones += bytes[k - origin];
+    narrowed.intervals[narrowed.count++] = {begin, end};
+  }
+  *all_kept = ones == narrowed.size();
+  return narrowed;
 }
 
 }  // namespace rlx::detail

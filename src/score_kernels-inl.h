@@ -1123,10 +1123,15 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   // Dense-only rows read their dense part directly, unless ALiBi wraps the
   // source: the rule path (keep bytes, or the bias) then serves them, so
   // that the ALiBi wrappers exist for fewer sources.
-  const bool dense_rows = rules.dense_only && options.alibi_slopes == nullptr;
+  // Bit masks always go through the bytes.
+  const bool dense_rows = rules.dense_only && options.alibi_slopes == nullptr &&
+                          rules.dense != DenseKind::kKeepBits;
   const bool per_element =
-      rules.per_element ||
-      (rules.dense_only && !dense_rows && rules.dense != DenseKind::kBias);
+      !dense_rows && (rules.per_element ||
+                      (rules.dense_only && rules.dense != DenseKind::kBias));
+  // The narrowed intervals of the row whose bytes keep_bytes holds.
+  KeptKeys narrowed;
+  bool narrowed_all_kept = false;
   detail::RowPrefetch prefetch;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end;
@@ -1135,10 +1140,33 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
     // [0, n) for dense-only masks.
-    const KeptKeys kept =
-        rules.dense_only
-            ? KeptKeys{{KeyInterval{0, n}}, 1}
-            : detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
+    KeptKeys kept = rules.dense_only ? KeptKeys{{KeyInterval{0, n}}, 1}
+                                     : detail::KeptKeysOf(mask, rules, i.b, i.q,
+                                                          shape.q_len, n);
+    // Per-element rules: the row's keep bytes from its first kept key, in
+    // one piece (shared by the heads whose bytes coincide) or tile by tile.
+    // In one piece, the intervals are narrowed to the kept bytes (packed
+    // documents: a causal row keeps only its own document's run), and rows
+    // whose narrowed intervals keep every key drop the bytes (with implicit
+    // key positions: ALiBi over explicit ones needs the per-element path).
+    const KeepTileFill tile_fill{&mask, &rules, i, shape.q_len, n, keep_bytes};
+    const KeepTileFill* tiles = nullptr;
+    const std::size_t origin = kept.count > 0 ? kept.intervals[0].begin : 0;
+    bool read_bytes = per_element && kept.count > 0;
+    if (read_bytes) {
+      if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
+        if (detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
+                                 keep_bytes, origin, &keep_cache)) {
+          narrowed = detail::NarrowToKeptBytes(kept, keep_bytes, origin,
+                                               &narrowed_all_kept);
+        }
+        kept = narrowed;
+        read_bytes = !(narrowed_all_kept && !rules.explicit_keys);
+      } else {
+        keep_cache.valid = false;  // the tiles overwrite the bytes
+        tiles = &tile_fill;
+      }
+    }
     // Prefetch the next row's input, output and dense mask row (unless
     // broadcast: this row's) over this row's exp steps.
     if (r + 1 == rows.end) {
@@ -1186,20 +1214,6 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       segs[j] = {s + iv.begin, work, iv.begin, iv.size(), shift};
       outs[j] = o + iv.begin;
     }
-    // Per-element rules: the row's keep bytes from its first kept key, in
-    // one piece (shared by the heads whose bytes coincide) or tile by tile.
-    const KeepTileFill tile_fill{&mask, &rules, i, shape.q_len, n, keep_bytes};
-    const KeepTileFill* tiles = nullptr;
-    const std::size_t origin = kept.count > 0 ? kept.intervals[0].begin : 0;
-    if (per_element && kept.count > 0) {
-      if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
-        detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, keep_bytes,
-                             origin, &keep_cache);
-      } else {
-        keep_cache.valid = false;  // the tiles overwrite the bytes
-        tiles = &tile_fill;
-      }
-    }
     const RowSegments<kType> row{segs, outs, kept.count, stored, tiles};
     const float sink = options.sink_logits != nullptr
                            ? options.sink_logits[i.h]
@@ -1222,7 +1236,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           SoftmaxSegments<kType>(df, row, BiasSource{bias + m}, options, sink,
                                  lse, prefetch);
           continue;
-        case DenseKind::kKeepBits:  // per element, below
+        case DenseKind::kKeepBits:  // not dense_rows
         case DenseKind::kNone:      // not dense_only
           break;
       }
@@ -1254,7 +1268,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                              options, sink, lse, prefetch);
     };
     const bool has_bias = rules.dense == DenseKind::kBias;
-    if (per_element) {
+    if (read_bytes) {
       if (has_bias) {
         run(KeptBytesSource<BiasSource>{keep_bytes, origin, {bias + m}});
       } else {
