@@ -593,8 +593,10 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // rounding of the constants costs no accuracy); the caller takes this path
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
 // which never overflows on the way. Lane sums are widened into sum_lo and
-// sum_hi (AddWide) every kBlock steps (below). kStore = false: the sums
-// alone (SegmentProbs recomputes the values).
+// sum_hi (AddWide) every kBlock steps (below). kOut says where the values
+// go: kWork (pass 2), kNone (the sums alone: pass 3 recomputes the values)
+// or kProbs (pass 3 of such rows: value * inv_sum stored to `out` in the row
+// type, the sums unused).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
 // constants come from ExpConstants.
@@ -619,19 +621,23 @@ inline float NegMaxLog2e(float max) {
   return static_cast<float>(-max * kLog2e);
 }
 
-template <ScoreType kType, bool kPlain, bool kStore = true, class DF,
+enum class ExpOut { kWork, kNone, kProbs };
+
+template <ScoreType kType, bool kPlain, ExpOut kOut = ExpOut::kWork, class DF,
           class Source>
 HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
                            const Source& row_src, const SoftmaxOptions& options,
                            float max, detail::RowPrefetch& prefetch,
                            hn::Vec<WideTag<DF>>& sum_lo,
-                           hn::Vec<WideTag<DF>>& sum_hi) {
+                           hn::Vec<WideTag<DF>>& sum_hi,
+                           Elem<kType>* out = nullptr, float inv_sum = 0.0f) {
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
   const Source src = ForSegment(row_src, seg);
   const auto log2e =
       hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
   const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
+  const auto inv = hn::Set(df, inv_sum);
   const auto max_v = hn::Set(df, max);
   const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                           RLX_INLINE_LAMBDA {
@@ -646,7 +652,10 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
   detail::RowPrefetch pf = prefetch;
   const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
     const auto e = exp_at(LoadRow<kType>(df, in + k), src, k0 + k);
-    if constexpr (kStore) hn::StoreU(e, df, work + k);
+    if constexpr (kOut == ExpOut::kWork) hn::StoreU(e, df, work + k);
+    if constexpr (kOut == ExpOut::kProbs) {
+      StoreRow<kType>(df, hn::Mul(e, inv), out + k);
+    }
     return e;
   };
   // `count` < N keys from k (the head before the first aligned store, or
@@ -656,12 +665,18 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
     const auto e = hn::IfThenElseZero(
         hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
                                       src.Tail(df, k0 + k, count, buffer), 0));
-    if constexpr (kStore) StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+    if constexpr (kOut == ExpOut::kWork) {
+      StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+    }
+    if constexpr (kOut == ExpOut::kProbs) {
+      StoreRowTail<kType>(df, hn::Mul(e, inv), out + k, count);
+    }
     return e;
   };
   // The head, the last (< 4) vectors and the tail share one sum.
   auto rest = hn::Zero(df);
-  std::size_t k = KeysToAlign<kType>(df, work, n);
+  std::size_t k = kOut == ExpOut::kProbs ? KeysToAlign<kType>(df, out, n)
+                                         : KeysToAlign<kType>(df, work, n);
   if (k != 0) rest = partial(0, k);
   // Four vectors per step, each with its own sum: their exp chains are
   // independent, which the out-of-order window needs to keep both FMA
@@ -723,17 +738,16 @@ HWY_INLINE void StoreKeptLanes(DF df, hn::Vec<DF> v, hn::Mask<DF> kept,
   }
 }
 
-// Pass 3 from the scores, for rows whose exp values were not kept in
-// `work`: out = exp(t - max) * inv_sum, recomputed with SegmentExp's
-// arithmetic (so that every key comes out bit for bit as when the values
-// are kept). kKeptOnly: masked keys stay unwritten (zero_masked = false with
-// a masking source); otherwise every key of the segment is stored, masked
-// ones as 0.
-template <ScoreType kType, bool kKeptOnly, bool kPlain, class DF, class Source>
-HWY_NOINLINE void SegmentProbs(DF df, const Segment<kType>& seg,
-                               const Source& row_src,
-                               const SoftmaxOptions& options, float max,
-                               float inv_sum, Elem<kType>* out) {
+// Pass 3 for rows whose masked keys must stay unwritten (zero_masked =
+// false with a masking source): out = exp(t - max) * inv_sum recomputed with
+// SegmentExp's arithmetic (so that kept keys come out bit for bit as in the
+// default mode), stored on kept keys only. Through tails everywhere: the
+// stores are per lane.
+template <ScoreType kType, bool kPlain, class DF, class Source>
+HWY_NOINLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
+                                   const Source& row_src,
+                                   const SoftmaxOptions& options, float max,
+                                   float inv_sum, Elem<kType>* out) {
   const std::size_t N = hn::Lanes(df);
   const Source src = ForSegment(row_src, seg);
   const auto log2e =
@@ -741,68 +755,50 @@ HWY_NOINLINE void SegmentProbs(DF df, const Segment<kType>& seg,
   const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
   const auto max_v = hn::Set(df, max);
   const auto inv = hn::Set(df, inv_sum);
-  const auto prob = [&](hn::Vec<DF> x, const auto& source,
-                        std::size_t at) RLX_INLINE_LAMBDA {
-    return hn::Mul(
-        ExpOf<kPlain>(df, x, source, at, log2e, neg_max_log2e, max_v, options),
-        inv);
-  };
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  std::size_t k = 0;
-  if constexpr (!kKeptOnly) {
-    for (; k + N <= seg.n; k += N) {
-      StoreRow<kType>(df, prob(LoadRow<kType>(df, seg.in + k), src, seg.k0 + k),
-                      out + k);
-    }
-  }
-  // Kept-only rows go through tails everywhere: their stores are per lane.
-  for (; k < seg.n; k += N) {
+  for (std::size_t k = 0; k < seg.n; k += N) {
     const std::size_t count = std::min(N, seg.n - k);
     const auto tail = src.Tail(df, seg.k0 + k, count, buffer);
-    const auto p = prob(LoadRowTail<kType>(df, seg.in + k, count), tail, 0);
-    if constexpr (kKeptOnly) {
-      StoreKeptLanes<kType>(df, p, tail.Kept(df, 0), out + k, count);
-    } else {
-      StoreRowTail<kType>(df, p, out + k, count);
-    }
+    const auto e = ExpOf<kPlain>(df, LoadRowTail<kType>(df, seg.in + k, count),
+                                 tail, 0, log2e, neg_max_log2e, max_v, options);
+    StoreKeptLanes<kType>(df, hn::Mul(e, inv), tail.Kept(df, 0), out + k,
+                          count);
   }
 }
 
-template <ScoreType kType, bool kKeptOnly, class DF, class Source>
-HWY_INLINE void SegmentProbs(DF df, const Segment<kType>& seg,
-                             const Source& src, const SoftmaxOptions& options,
-                             float max, bool plain, float inv_sum,
-                             Elem<kType>* out) {
+template <ScoreType kType, class DF, class Source>
+HWY_INLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
+                                 const Source& src,
+                                 const SoftmaxOptions& options, float max,
+                                 bool plain, float inv_sum, Elem<kType>* out) {
   // The plain path exists for sources without a bias only (SoftmaxSegments).
   if constexpr (!Source::kAdditive) {
     if (plain) {
-      return SegmentProbs<kType, kKeptOnly, true>(df, seg, src, options, max,
-                                                  inv_sum, out);
+      return SegmentKeptProbs<kType, true>(df, seg, src, options, max, inv_sum,
+                                           out);
     }
   }
-  SegmentProbs<kType, kKeptOnly, false>(df, seg, src, options, max, inv_sum,
-                                        out);
+  SegmentKeptProbs<kType, false>(df, seg, src, options, max, inv_sum, out);
 }
 
-// Pass 2 of one segment with the row's choices: the plain argument (never
-// with a bias: only sources without one instantiate it) and whether the
-// values are stored in `work` (not when pass 3 recomputes them).
-template <ScoreType kType, class DF, class Source>
+// Pass 2 (or pass 3 with ExpOut::kProbs) of one segment with the row's
+// choices: the plain argument (never with a bias: only sources without one
+// instantiate it) and where the values go.
+template <ScoreType kType, ExpOut kOut, class DF, class Source>
 HWY_INLINE void RowExp(DF df, const Segment<kType>& seg, const Source& src,
                        const SoftmaxOptions& options, float max, bool plain,
-                       bool store, detail::RowPrefetch& prefetch,
+                       detail::RowPrefetch& prefetch,
                        hn::Vec<WideTag<DF>>& sum_lo,
-                       hn::Vec<WideTag<DF>>& sum_hi) {
-  const auto run = [&](auto plain_tag, auto store_tag) RLX_INLINE_LAMBDA {
-    SegmentExp<kType, decltype(plain_tag)::value, decltype(store_tag)::value>(
-        df, seg, src, options, max, prefetch, sum_lo, sum_hi);
-  };
-  using Yes = std::true_type;
-  using No = std::false_type;
+                       hn::Vec<WideTag<DF>>& sum_hi, Elem<kType>* out = nullptr,
+                       float inv_sum = 0.0f) {
   if constexpr (!Source::kAdditive) {
-    if (plain) return store ? run(Yes{}, Yes{}) : run(Yes{}, No{});
+    if (plain) {
+      return SegmentExp<kType, true, kOut>(df, seg, src, options, max, prefetch,
+                                           sum_lo, sum_hi, out, inv_sum);
+    }
   }
-  return store ? run(No{}, Yes{}) : run(No{}, No{});
+  SegmentExp<kType, false, kOut>(df, seg, src, options, max, prefetch, sum_lo,
+                                 sum_hi, out, inv_sum);
 }
 
 // Fills the keep bytes of keys [begin, end) of one row into `bytes` from
@@ -877,7 +873,7 @@ HWY_INLINE float RowMax(DF df, const RowSegments<kType>& row,
   const float kNegInf = -std::numeric_limits<float>::infinity();
   auto max = hn::Set(df, kNegInf);
   row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
-                           const Source& src) {
+                           const Source& src) RLX_INLINE_LAMBDA {
     if constexpr (kBias) {
       max = SegmentMax<kType, MaxOf::kTransformed>(df, seg, src, options, max);
     } else if (options.softcap > 0.0f) {
@@ -1031,11 +1027,18 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
-  row.ForEach(
-      src, [&](const Segment<kType>& seg, Elem<kType>*, const Source& seg_src) {
-        RowExp<kType>(df, seg, seg_src, options, max, plain, store, prefetch,
-                      sum_lo, sum_hi);
-      });
+  row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>*,
+                       const Source& seg_src) RLX_INLINE_LAMBDA {
+    // f32 rows always store, unless blending (masking sources only).
+    if constexpr (kType != ScoreType::kF32 || Source::kMasks) {
+      if (!store) {
+        return RowExp<kType, ExpOut::kNone>(df, seg, seg_src, options, max,
+                                            plain, prefetch, sum_lo, sum_hi);
+      }
+    }
+    RowExp<kType, ExpOut::kWork>(df, seg, seg_src, options, max, plain,
+                                 prefetch, sum_lo, sum_hi);
+  });
   double sum = WideTotal(dd, sum_lo, sum_hi);
   // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
   constexpr double kLn2 = 0.693147180559945309417;
@@ -1056,20 +1059,26 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
-                       const Source& seg_src) {
+                       const Source& seg_src) RLX_INLINE_LAMBDA {
     if (store) {
       SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
       return;
     }
     if constexpr (Source::kMasks) {
       if (blend) {
-        SegmentProbs<kType, /*kKeptOnly=*/true>(df, seg, seg_src, options, max,
-                                                plain, inv_sum, out);
+        SegmentKeptProbs<kType>(df, seg, seg_src, options, max, plain, inv_sum,
+                                out);
         return;
       }
     }
-    SegmentProbs<kType, /*kKeptOnly=*/false>(df, seg, seg_src, options, max,
-                                             plain, inv_sum, out);
+    // 16-bit rows whose values did not fit the scratch: recomputed by pass
+    // 2's loop (whose sums are not used here). f32 rows always stored them.
+    if constexpr (kType != ScoreType::kF32) {
+      auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
+      RowExp<kType, ExpOut::kProbs>(df, seg, seg_src, options, max, plain,
+                                    prefetch, unused_lo, unused_hi, out,
+                                    inv_sum);
+    }
   });
 }
 
@@ -1106,13 +1115,13 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   const detail::Rules rules = detail::RulesOf(mask);
   // Fixed-size buffers on the stack, so that no call allocates. 16-bit
   // rows keep their exp values in f32 scratch while the kept keys fit it
-  // (16 KiB), each segment from a 64-byte boundary: SegmentExp aligns its
-  // stores to `work`, so the split of a row's sums, and with it every
+  // (32 KiB), at a fixed offset from a 64-byte boundary: SegmentExp aligns
+  // its stores to `work`, so the split of a row's sums, and with it every
   // result, is the same in every call. Longer rows recompute them in pass 3
-  // (from 16-bit input, which costs less than a round trip through f32
-  // scratch that no longer fits L1). The keep bytes of per-element rules:
-  // one tile of kKeepTileKeys keys (8 KiB).
-  constexpr std::size_t kScratchKeys = kType == ScoreType::kF32 ? 1 : 4096;
+  // with pass 2's loop (one more exp per kept key: measured in
+  // docs/PERFORMANCE.md). The keep bytes of per-element rules: one tile of
+  // kKeepTileKeys keys (8 KiB).
+  constexpr std::size_t kScratchKeys = kType == ScoreType::kF32 ? 1 : 8192;
   constexpr std::size_t kAlignKeys = 64 / sizeof(float);
   alignas(64) float scratch[kScratchKeys];
   alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
@@ -1191,10 +1200,12 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     Elem<kType>* outs[KeptKeys::kMaxIntervals];
     std::size_t offsets[KeptKeys::kMaxIntervals];
     std::size_t scratch_keys = 0;
+    // Each segment's work starts at its key index modulo 64 bytes, so that
+    // pass 2 aligns its scratch stores and its input loads at the same key.
     for (std::size_t j = 0; j < kept.count; ++j) {
-      offsets[j] = scratch_keys;
-      scratch_keys +=
-          (kept.intervals[j].size() + kAlignKeys - 1) / kAlignKeys * kAlignKeys;
+      offsets[j] = scratch_keys + kept.intervals[j].begin % kAlignKeys;
+      scratch_keys = (offsets[j] + kept.intervals[j].size() + kAlignKeys - 1) /
+                     kAlignKeys * kAlignKeys;
     }
     const bool stored =
         kType == ScoreType::kF32 || scratch_keys <= kScratchKeys;

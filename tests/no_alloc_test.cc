@@ -165,9 +165,9 @@ TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   std::mt19937_64 rng(77);
   const int iterations = testing::ScaledIterations(40);
   for (int it = 0; it < iterations; ++it) {
-    // Short rows, rows past the 16-bit scratch (4096 keys) and past the
-    // keep-byte tile (8192).
-    const std::size_t n = it % 4 == 0   ? 4100 + rng() % 200
+    // Short rows, rows past the 16-bit scratch and the keep-byte tile
+    // (8192 keys each).
+    const std::size_t n = it % 4 == 0   ? 8150 + rng() % 200
                           : it % 4 == 1 ? 8200 + rng() % 4000
                                         : 1 + rng() % 300;
     const Shape4 s{1 + rng() % 2, 1 + rng() % 2, 1 + rng() % 3, n};
