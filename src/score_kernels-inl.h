@@ -467,6 +467,10 @@ struct Segment {
   float* work;
   std::size_t k0, n;
   std::int64_t shift = 0;  // p_k - k of its keys (implicit positions)
+  // `work` holds its exp values between passes 2 and 3 (f32 rows: the
+  // output itself; 16-bit rows: the part of the kept keys that fits the
+  // stack scratch); otherwise pass 3 recomputes them and `work` is unused.
+  bool stored = true;
 };
 
 // The row's source as segment `seg` sees it (ALiBi: the segment's center).
@@ -827,18 +831,15 @@ constexpr bool kHasOrigin<ExplicitAlibiSource<Inner>> = kHasOrigin<Inner>;
 
 // The kept segments of one row (at most KeptKeys::kMaxIntervals), as every
 // pass visits them: ForEach(src, f) calls f(segment, out, source) for each.
-// `stored`: each segment's `work` holds its exp values between passes 2 and
-// 3 (f32 rows: the output itself; 16-bit rows whose kept keys fit the stack
-// scratch); otherwise pass 3 recomputes them and `work` is only the
-// scratch's start. `tiles` (rows whose keep bytes do not fit their buffer):
-// each segment is visited in tiles of kKeepTileKeys keys, the buffer
-// refilled and the source rebased (WithOrigin) before each.
+// A segment's `stored` says where pass 3 finds its exp values. `tiles` (rows
+// whose keep bytes do not fit their buffer): each segment is visited in tiles
+// of kKeepTileKeys keys, the buffer refilled and the source rebased
+// (WithOrigin) before each.
 template <ScoreType kType>
 struct RowSegments {
   const Segment<kType>* segs;
   Elem<kType>* const* outs;
   std::size_t count;
-  bool stored;
   const KeepTileFill* tiles;
 
   template <class Source, class F>
@@ -850,9 +851,10 @@ struct RowSegments {
           for (std::size_t t = 0; t < seg.n; t += kKeepTileKeys) {
             const std::size_t len = std::min(kKeepTileKeys, seg.n - t);
             (*tiles)(seg.k0 + t, seg.k0 + t + len);
-            const Segment<kType> tile{seg.in + t,
-                                      stored ? seg.work + t : seg.work,
-                                      seg.k0 + t, len, seg.shift};
+            const Segment<kType> tile{
+                seg.in + t, seg.stored ? seg.work + t : seg.work,
+                seg.k0 + t, len,
+                seg.shift,  seg.stored};
             f(tile, outs[j] + t, src.WithOrigin(seg.k0 + t));
           }
           continue;
@@ -1022,8 +1024,6 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   const bool plain = !kBias && options.softcap <= 0.0f &&
                      std::fabs(max * kLog2e) <= 0x1p20 &&
                      std::fabs(options.scale * kLog2e) <= FLT_MAX;
-  // Pass 3 normalises the stored values, or recomputes them.
-  const bool store = row.stored && !blend;
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
@@ -1031,7 +1031,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
     // f32 rows always store, unless blending (masking sources only).
     if constexpr (kType != ScoreType::kF32 || Source::kMasks) {
-      if (!store) {
+      if (!seg.stored || blend) {
         return RowExp<kType, ExpOut::kNone>(df, seg, seg_src, options, max,
                                             plain, prefetch, sum_lo, sum_hi);
       }
@@ -1060,7 +1060,8 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   const float inv_sum = static_cast<float>(1.0 / sum);
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    if (store) {
+    // Pass 3 normalises the stored values, or recomputes them.
+    if (seg.stored && !blend) {
       SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
       return;
     }
@@ -1071,7 +1072,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
         return;
       }
     }
-    // 16-bit rows whose values did not fit the scratch: recomputed by pass
+    // 16-bit keys whose values did not fit the scratch: recomputed by pass
     // 2's loop (whose sums are not used here). f32 rows always stored them.
     if constexpr (kType != ScoreType::kF32) {
       auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
@@ -1117,10 +1118,10 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   // rows keep their exp values in f32 scratch while the kept keys fit it
   // (32 KiB), at a fixed offset from a 64-byte boundary: SegmentExp aligns
   // its stores to `work`, so the split of a row's sums, and with it every
-  // result, is the same in every call. Longer rows recompute them in pass 3
-  // with pass 2's loop (one more exp per kept key: measured in
-  // docs/PERFORMANCE.md). The keep bytes of per-element rules: one tile of
-  // kKeepTileKeys keys (8 KiB).
+  // result, is the same in every call. The kept keys beyond it are
+  // recomputed in pass 3 with pass 2's loop (one more exp per such key:
+  // measured in docs/PERFORMANCE.md). The keep bytes of per-element rules: one
+  // tile of kKeepTileKeys keys (8 KiB).
   constexpr std::size_t kScratchKeys = kType == ScoreType::kF32 ? 1 : 8192;
   constexpr std::size_t kAlignKeys = 64 / sizeof(float);
   alignas(64) float scratch[kScratchKeys];
@@ -1194,21 +1195,15 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
-    // The segments: exp values in the output (f32) or at 64-byte aligned
-    // offsets of the scratch (16-bit, when they fit).
-    Segment<kType> segs[KeptKeys::kMaxIntervals];
-    Elem<kType>* outs[KeptKeys::kMaxIntervals];
-    std::size_t offsets[KeptKeys::kMaxIntervals];
+    // The segments: exp values in the output (f32) or, for 16-bit rows, at
+    // 64-byte aligned offsets of the scratch while it lasts: the interval
+    // that overflows it is split into a stored part and a recomputed one,
+    // and the intervals after it are recomputed (so one more segment than
+    // intervals at most).
+    Segment<kType> segs[KeptKeys::kMaxIntervals + 1];
+    Elem<kType>* outs[KeptKeys::kMaxIntervals + 1];
+    std::size_t count = 0;
     std::size_t scratch_keys = 0;
-    // Each segment's work starts at its key index modulo 64 bytes, so that
-    // pass 2 aligns its scratch stores and its input loads at the same key.
-    for (std::size_t j = 0; j < kept.count; ++j) {
-      offsets[j] = scratch_keys + kept.intervals[j].begin % kAlignKeys;
-      scratch_keys = (offsets[j] + kept.intervals[j].size() + kAlignKeys - 1) /
-                     kAlignKeys * kAlignKeys;
-    }
-    const bool stored =
-        kType == ScoreType::kF32 || scratch_keys <= kScratchKeys;
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
       // The Decode token at slot upper sits at position past.
@@ -1216,16 +1211,32 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                                      ? static_cast<std::int64_t>(mask.past) -
                                            static_cast<std::int64_t>(mask.upper)
                                      : 0;
-      float* work;
+      const auto add = [&](std::size_t begin, std::size_t size, float* work,
+                           bool stored) {
+        segs[count] = {s + begin, work, begin, size, shift, stored};
+        outs[count++] = o + begin;
+      };
       if constexpr (kType == ScoreType::kF32) {
-        work = o + iv.begin;
+        add(iv.begin, iv.size(), o + iv.begin, true);
       } else {
-        work = stored ? scratch + offsets[j] : scratch;
+        // Each part's work starts at its key index modulo 64 bytes, so that
+        // pass 2 aligns its scratch stores and its input loads at the same
+        // key.
+        const std::size_t offset = scratch_keys + iv.begin % kAlignKeys;
+        const std::size_t fits =
+            offset < kScratchKeys ? std::min(iv.size(), kScratchKeys - offset)
+                                  : 0;
+        if (fits > 0) add(iv.begin, fits, scratch + offset, true);
+        if (fits < iv.size()) {
+          add(iv.begin + fits, iv.size() - fits, scratch, false);
+          scratch_keys = kScratchKeys;
+        } else {
+          scratch_keys =
+              (offset + fits + kAlignKeys - 1) / kAlignKeys * kAlignKeys;
+        }
       }
-      segs[j] = {s + iv.begin, work, iv.begin, iv.size(), shift};
-      outs[j] = o + iv.begin;
     }
-    const RowSegments<kType> row{segs, outs, kept.count, stored, tiles};
+    const RowSegments<kType> row{segs, outs, count, tiles};
     const float sink = options.sink_logits != nullptr
                            ? options.sink_logits[i.h]
                            : -std::numeric_limits<float>::infinity();
