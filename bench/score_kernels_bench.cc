@@ -18,15 +18,13 @@
 // repeated fill do the same work as the first).
 #include <benchmark/benchmark.h>
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/splitter.h"
 #include "bench/suites.h"
 #include "bench/workloads.h"
 #include "rlx/score_kernels.h"
@@ -57,78 +55,6 @@ void ApplyMaskKernel(const ScoreView& view, const MaskSpec& mask) {
 void MaskedSoftmaxKernel(const ScoreView& view, const MaskSpec& mask) {
   masked_softmax(view, mask);
 }
-
-// Waits until `value` differs from `old`: spins for a bounded time first,
-// then sleeps in a C++20 atomic wait (a futex on Linux). The spin is what an
-// executor's pool does between the layers of a token: a futex wake-up costs
-// ~80 us in this 2-vCPU VM, more than a whole D2 call (~25 us). The bound
-// keeps a waiter from starving the thread it waits for under qemu-user or
-// on a busy machine.
-void SpinThenWait(const std::atomic<std::uint32_t>& value, std::uint32_t old) {
-  for (int i = 0; i < 20000; ++i) {
-    if (value.load(std::memory_order_acquire) != old) return;
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__)
-    asm volatile("yield");
-#endif
-  }
-  value.wait(old, std::memory_order_acquire);
-}
-
-// Runs work(part) for every part in [0, parts) once per Run(): part 0 on the
-// calling thread, the others on std::threads that stay alive between runs,
-// as an executor's pool would. Hand-offs spin briefly, then sleep
-// (SpinThenWait).
-class Splitter {
- public:
-  Splitter(std::size_t parts, std::function<void(std::size_t)> work)
-      : work_(std::move(work)) {
-    for (std::size_t part = 1; part < parts; ++part) {
-      workers_.emplace_back([this, part] { Worker(part); });
-    }
-  }
-  ~Splitter() {
-    stop_.store(true, std::memory_order_release);
-    round_.fetch_add(1, std::memory_order_acq_rel);
-    round_.notify_all();
-    for (std::thread& t : workers_) t.join();
-  }
-  Splitter(const Splitter&) = delete;
-  Splitter& operator=(const Splitter&) = delete;
-
-  void Run() {
-    const auto parts = static_cast<std::uint32_t>(workers_.size());
-    pending_.store(parts, std::memory_order_relaxed);
-    round_.fetch_add(1, std::memory_order_release);
-    if (parts > 0) round_.notify_all();
-    work_(0);
-    for (std::uint32_t left;
-         (left = pending_.load(std::memory_order_acquire)) != 0;) {
-      SpinThenWait(pending_, left);
-    }
-  }
-
- private:
-  void Worker(std::size_t part) {
-    std::uint32_t seen = 0;
-    for (;;) {
-      SpinThenWait(round_, seen);
-      seen = round_.load(std::memory_order_acquire);
-      if (stop_.load(std::memory_order_acquire)) return;
-      work_(part);
-      if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        pending_.notify_one();
-      }
-    }
-  }
-
-  std::function<void(std::size_t)> work_;
-  std::vector<std::thread> workers_;
-  std::atomic<std::uint32_t> round_{0};    // bumped once per Run()
-  std::atomic<std::uint32_t> pending_{0};  // workers still in this round
-  std::atomic<bool> stop_{false};
-};
 
 void BM_MaskedSoftmaxThreads(benchmark::State& state, const Workload* w,
                              const std::string& target, std::size_t threads) {

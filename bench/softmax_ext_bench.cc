@@ -6,18 +6,31 @@
 //   masked_softmax/D2fullkeptonly/<target>  D2full likewise
 //   masked_softmax/P4alibi/<target>      P4's scores under causal + ALiBi
 //       from slopes (P4 itself adds the same terms as a materialised bias)
+//   split_row/D3/<target>/threads:1      one row of D3's shape (32769 keys,
+//       Decode past 17000), one masked_softmax call with row_lse;
+//       split_row/D3x32/...: a row 32 times longer (past 544000)
+//   split_row/D3/<target>/threads:2      the same row split at the middle of
+//       its kept keys, the parts on two threads, then merge_softmax_parts
+//       on the calling thread
+//   split_row/D3/<target>/threads:2/parallel_merge  likewise, but each
+//       thread rescales its own part (a second round): the merge needs
+//       only the other part's lse (given with a one-key stand-in view)
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/splitter.h"
 #include "bench/suites.h"
 #include "bench/workloads.h"
 #include "rlx/score_kernels.h"
+#include "rlx/softmax_merge.h"
 
 namespace rlx::bench {
 namespace {
@@ -52,6 +65,72 @@ const std::vector<float>& P4Slopes() {
   return slopes;
 }
 
+// One Decode row (past, upper = keys - 1) split over `threads` (1: whole)
+// as the header says; in place, each iteration on the previous one's
+// output.
+struct SplitRowCase {
+  const char* name;
+  std::size_t keys, past;
+};
+
+void BM_SplitRow(benchmark::State& state, SplitRowCase c,
+                 const std::string& target, std::size_t threads,
+                 bool parallel_merge) {
+  TargetScope scope(target);
+  const std::size_t keys = c.keys, past = c.past, upper = keys - 1,
+                    split = past / 2;
+  std::vector<float> row(ExpInputs(keys), ExpInputs(keys) + keys);
+  float lse[2] = {0.0f, 0.0f};
+  float stand_in[2] = {0.0f, 0.0f};  // one key per part
+  const ScoreView views[2] = {
+      ScoreView::f32(row.data(), {1, 1, 1, split}),
+      ScoreView::f32(row.data() + split, {1, 1, 1, keys - split})};
+  // Part 0: every key a real past key (the query at the whole row's
+  // position); part 1: the rest of the Decode layout, shifted by split.
+  const std::int64_t query_offset[] = {static_cast<std::int64_t>(past)};
+  const MaskSpec masks[2] = {MaskSpec::none().with_query_offsets(query_offset),
+                             MaskSpec::decode(past - split, upper - split)};
+  const auto softmax_part = [&](std::size_t part) {
+    SoftmaxOptions options;
+    options.row_lse = &lse[part];
+    masked_softmax(views[part], masks[part], options);
+  };
+  // Part `part` rescaled alone: the other part enters with its lse only.
+  const auto merge_part = [&](std::size_t part) {
+    const std::size_t other = 1 - part;
+    const SoftmaxPart parts[] = {
+        {views[part], &lse[part]},
+        {ScoreView::f32(&stand_in[part], {1, 1, 1, 1}), &lse[other]}};
+    merge_softmax_parts(parts);
+  };
+  bool merging = false;  // which round the workers run
+  Splitter splitter(threads, [&](std::size_t part) {
+    merging ? merge_part(part) : softmax_part(part);
+  });
+  const ScoreView whole = ScoreView::f32(row.data(), {1, 1, 1, keys});
+  const MaskSpec whole_mask = MaskSpec::decode(past, upper);
+  for (auto _ : state) {
+    if (threads == 1) {
+      SoftmaxOptions options;
+      options.row_lse = &lse[0];
+      masked_softmax(whole, whole_mask, options);
+    } else {
+      merging = false;
+      splitter.Run();
+      if (parallel_merge) {
+        merging = true;
+        splitter.Run();
+      } else {
+        const SoftmaxPart parts[] = {{views[0], &lse[0]}, {views[1], &lse[1]}};
+        merge_softmax_parts(parts);
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(keys), sizeof(float),
+              static_cast<double>(past + 1));
+}
+
 void Add(const Workload& w, const std::string& target, const char* name,
          const MaskSpec& mask, const SoftmaxOptions& options) {
   Configure(benchmark::RegisterBenchmark(
@@ -73,6 +152,21 @@ void Register(const Workload& w, const std::string& target) {
     SoftmaxOptions alibi;
     alibi.alibi_slopes = P4Slopes().data();
     Add(w, target, "P4alibi", MaskSpec::causal(), alibi);
+  } else if (w.name == "D3") {
+    // D3's row shape, and one 32 times longer.
+    for (const SplitRowCase c :
+         {SplitRowCase{"D3", 32769, 17000},
+          SplitRowCase{"D3x32", 32 * 32768 + 1, 32 * 17000}}) {
+      for (const auto& [threads, parallel] :
+           {std::pair{1, false}, {2, false}, {2, true}}) {
+        std::string suffix = "threads:" + std::to_string(threads);
+        if (parallel) suffix += "/parallel_merge";
+        Configure(benchmark::RegisterBenchmark(
+            BenchName({"split_row", c.name, target, suffix}).c_str(),
+            BM_SplitRow, c, target, static_cast<std::size_t>(threads),
+            parallel));
+      }
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// merge_softmax_parts: plain C++ (a memory-bound scale per element; the
-// compiler vectorises the f32 loop).
+// merge_softmax_parts: the checks and the per-row lse arithmetic in plain
+// C++ (double), the per-element scale per target (src/softmax_merge-inl.h).
 #include "rlx/softmax_merge.h"
 
 #include <algorithm>
@@ -11,10 +11,20 @@
 #include <stdexcept>
 #include <string>
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/softmax_merge.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/softmax_merge-inl.h"
+
+#if HWY_ONCE
 #include "src/checked_size.h"
-#include "src/half_codec.h"
+#include "src/dispatch.h"
 
 namespace rlx {
+
+HWY_EXPORT(ScaleRow);
+
 namespace {
 
 constexpr const char* kWho = "merge_softmax_parts";
@@ -65,33 +75,6 @@ void CheckPart(std::size_t index, const SoftmaxPart& part,
   }
 }
 
-void ScaleRow(const ScoreView& v, std::size_t offset, double factor) {
-  const std::size_t n = v.shape.k_len;
-  switch (v.type) {
-    case ScoreType::kF32: {
-      float* p = static_cast<float*>(v.data) + offset;
-      const float f = static_cast<float>(factor);
-      for (std::size_t k = 0; k < n; ++k) p[k] *= f;
-      return;
-    }
-    case ScoreType::kBF16: {
-      auto* p = static_cast<std::uint16_t*>(v.data) + offset;
-      for (std::size_t k = 0; k < n; ++k) {
-        p[k] = rlx_bf16_from_f32(
-            static_cast<float>(rlx_f32_from_bf16(p[k]) * factor));
-      }
-      return;
-    }
-    case ScoreType::kF16: {
-      auto* p = static_cast<std::uint16_t*>(v.data) + offset;
-      for (std::size_t k = 0; k < n; ++k) {
-        p[k] = rlx_f16_from_f64(rlx_f32_from_f16(p[k]) * factor);
-      }
-      return;
-    }
-  }
-}
-
 }  // namespace
 
 void merge_softmax_parts(std::span<const SoftmaxPart> parts, float* merged_lse,
@@ -111,6 +94,8 @@ void merge_softmax_parts(std::span<const SoftmaxPart> parts, float* merged_lse,
       }
     }
   }
+  // One dispatch per call.
+  auto* const scale_row = &RLX_DYNAMIC_DISPATCH(ScaleRow);
   const std::size_t rows = s.rows();
   for (std::size_t r = 0; r < rows; ++r) {
     const std::size_t b = r / (s.heads * s.q_len), h = (r / s.q_len) % s.heads,
@@ -149,9 +134,13 @@ void merge_softmax_parts(std::span<const SoftmaxPart> parts, float* merged_lse,
       const std::size_t offset = (s.batch == 1 ? 0 : b * v.strides.batch) +
                                  (s.heads == 1 ? 0 : h * v.strides.head) +
                                  (s.q_len == 1 ? 0 : q * v.strides.row);
-      ScaleRow(v, offset, std::exp(lse - total));
+      const std::size_t elem =
+          v.type == ScoreType::kF32 ? sizeof(float) : sizeof(std::uint16_t);
+      scale_row(v.type, static_cast<char*>(v.data) + offset * elem,
+                v.shape.k_len, static_cast<float>(std::exp(lse - total)));
     }
   }
 }
 
 }  // namespace rlx
+#endif  // HWY_ONCE
