@@ -824,6 +824,52 @@ TEST_P(SoftmaxExtTest, RowsBeyondTheStackBuffersMatchTheOracle) {
   }
 }
 
+// 16-bit rows keep the first 8192 exp values in the stack scratch and
+// recompute the rest: the interval that crosses the scratch's end is split
+// there, and the intervals after it (here the Decode token) are recomputed.
+// Sinks put a first interval before it, and misaligned offsets move the edge
+// within a vector. Every kept-key count around the edge matches the oracle.
+TEST_P(SoftmaxExtTest, RowsSplitAtTheScratchEdgeMatchTheOracle) {
+  std::mt19937_64 rng(8192);
+  for (const std::size_t past :
+       {std::size_t{8176}, std::size_t{8187}, std::size_t{8191},
+        std::size_t{8192}, std::size_t{8193}, std::size_t{8200},
+        std::size_t{8209}, std::size_t{16390}}) {
+    for (const std::size_t sinks : {std::size_t{0}, std::size_t{5}}) {
+      const std::size_t n = past + 40;  // slots past..n-2 are padding
+      const Shape4 s{1, 2, 1, n};
+      MaskSpec mask = MaskSpec::decode(past, n - 1);
+      // A window of past - 3 keys (with the query) leaves a gap of 4 keys
+      // after the sinks: three intervals.
+      if (sinks > 0)
+        mask = mask.with_sink_keys(sinks).with_window_keys(past - 3);
+      SoftmaxOptions options;
+      options.scale = 0.5f;
+      std::vector<float> lse(s.rows()), lse_want(s.rows());
+      options.row_lse = lse.data();
+      for (ScoreType type : kTypes) {
+        const testing::Tensor t = RandomScores(rng, type, s);
+        const std::string where = std::string(testing::TypeName(type)) +
+                                  " past " + std::to_string(past) + " sinks " +
+                                  std::to_string(sinks);
+        std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+        const ScoreView before = testing::SameViewIn(t, before_bytes);
+        const ScoreView got = testing::SameViewIn(t, got_bytes);
+        const ScoreView want = testing::SameViewIn(t, want_bytes);
+        masked_softmax(got, mask, options);
+        SoftmaxOptions ref_options = options;
+        ref_options.row_lse = lse_want.data();
+        reference::masked_softmax(want, want, mask, ref_options,
+                                  RowRange::all(s));
+        ASSERT_EQ(ExtMismatch(before, got, want, mask, options, lse.data(),
+                              lse_want.data()),
+                  "")
+            << where;
+      }
+    }
+  }
+}
+
 // NaN (or +inf) sinks and non-finite slopes: a named error naming the head
 // and value, and nothing written.
 TEST_P(SoftmaxExtTest, BadSinksAndSlopesAreNamedErrorsAndWriteNothing) {
