@@ -63,7 +63,7 @@ void Check(const MaskSpec& mask, const Shape4& shape, std::size_t b,
       out.full_kv_num_blocks == nullptr || out.full_kv_indices == nullptr) {
     Fail("an array of out is null");
   }
-  if (detail::DenseOf(mask) != DenseKind::kNone) {
+  if (mask.dense_part() != DenseKind::kNone) {
     const Shape4& m = mask.shape;
     const auto fits = [](std::size_t mask_extent, std::size_t extent) {
       return mask_extent == extent || mask_extent == 1;

@@ -10,24 +10,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "src/ladder_extents.h"
+
 namespace rlx {
 namespace {
 
 std::string Describe(std::size_t i, const Bucket& b) {
   return "bucket " + std::to_string(i) + " [" + std::to_string(b.start) + ", " +
          std::to_string(b.end) + ")";
-}
-
-// Buckets [1, e0+1) [e0+1, e1+1) ... for strictly increasing extents.
-std::vector<Bucket> FromExtents(const std::vector<std::uint64_t>& extents) {
-  std::vector<Bucket> buckets;
-  buckets.reserve(extents.size());
-  std::uint64_t start = 1;
-  for (std::uint64_t e : extents) {
-    buckets.push_back({start, e + 1});
-    start = e + 1;
-  }
-  return buckets;
 }
 
 // Unsigned big integer, little-endian 32-bit limbs: just enough to decide
@@ -138,7 +128,7 @@ BucketLadder BucketLadder::power_of_two(std::uint64_t min, std::uint64_t max) {
     }
     extents.push_back(extents.back() * 2);
   }
-  return BucketLadder(FromExtents(extents));
+  return BucketLadder(detail::BucketsFromExtents(extents));
 }
 
 BucketLadder BucketLadder::geometric(std::uint64_t max, std::uint64_t count) {
@@ -166,7 +156,7 @@ BucketLadder BucketLadder::geometric(std::uint64_t max, std::uint64_t count) {
     while (!PowerAtLeast(e, count, max, i)) ++e;
     if (extents.empty() || e > extents.back()) extents.push_back(e);
   }
-  return BucketLadder(FromExtents(extents));
+  return BucketLadder(detail::BucketsFromExtents(extents));
 }
 
 std::optional<std::size_t> BucketLadder::bucket_for(std::uint64_t key) const {

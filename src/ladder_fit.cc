@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "rlx/bucket_ladder.h"
+#include "src/ladder_extents.h"
 
 namespace rlx {
 namespace {
@@ -29,18 +30,6 @@ std::string Str(double v) {
   char buf[64];
   const auto result = std::to_chars(buf, buf + sizeof(buf), v);
   return std::string(buf, result.ptr);
-}
-
-// Buckets [1, e0+1) [e0+1, e1+1) ... for strictly increasing extents.
-std::vector<Bucket> FromExtents(const std::vector<std::uint64_t>& extents) {
-  std::vector<Bucket> buckets;
-  buckets.reserve(extents.size());
-  std::uint64_t start = 1;
-  for (std::uint64_t e : extents) {
-    buckets.push_back({start, e + 1});
-    start = e + 1;
-  }
-  return buckets;
 }
 
 // ---------------------------------------------------------------------------
@@ -224,7 +213,7 @@ BucketLadder Fit(const std::string& where, const Histogram& h,
     for (std::size_t j = 1; j <= m; ++j) {
       if (j == m || g[j + 1] != g[j]) extents.push_back(h.length[j - 1]);
     }
-    return BucketLadder(FromExtents(extents));
+    return BucketLadder(detail::BucketsFromExtents(extents));
   }
 
   // Layers 1..K; opt rows for layers 2..K (layer 1 always starts at 1).
@@ -256,7 +245,7 @@ BucketLadder Fit(const std::string& where, const Histogram& h,
     j = i - 1;
   }
   std::reverse(extents.begin(), extents.end());
-  return BucketLadder(FromExtents(extents));
+  return BucketLadder(detail::BucketsFromExtents(extents));
 }
 
 std::string FitWhere(const char* input, std::size_t n,
@@ -397,7 +386,7 @@ BucketLadder BucketLadder::capped(std::uint64_t max_key, double max_padding) {
                                 Str(std::uint64_t{kMaxCappedBuckets}) +
                                 " buckets");
   }
-  return BucketLadder(FromExtents(extents));
+  return BucketLadder(detail::BucketsFromExtents(extents));
 }
 
 double BucketLadder::least_max_padding(std::uint64_t max_key,

@@ -23,26 +23,6 @@
 
 namespace rlx::detail {
 
-// The dense part of a mask: the dense kinds' own, or one added to the rules.
-inline DenseKind DenseOf(const MaskSpec& mask) {
-  switch (mask.kind) {
-    case MaskKind::kKeepF32:
-      return DenseKind::kKeepF32;
-    case MaskKind::kKeepU8:
-      return DenseKind::kKeepU8;
-    case MaskKind::kKeepBits:
-      return DenseKind::kKeepBits;
-    case MaskKind::kBias:
-      return DenseKind::kBias;
-    case MaskKind::kNone:
-    case MaskKind::kCausal:
-    case MaskKind::kSlidingWindow:
-    case MaskKind::kDecode:
-      return mask.dense;
-  }
-  return mask.dense;
-}
-
 // A mask's rules, normalised once per call. Windows, chunks and sinks fit in
 // int64 (score_kernels.cc rejects larger ones).
 struct Rules {
@@ -80,7 +60,7 @@ inline Rules RulesOf(const MaskSpec& mask) {
   r.window = static_cast<std::int64_t>(window);
   r.chunk = static_cast<std::int64_t>(mask.chunk);
   r.sink = static_cast<std::int64_t>(mask.sink_keys);
-  r.dense = DenseOf(mask);
+  r.dense = mask.dense_part();
   r.explicit_keys = mask.k_position != nullptr;
   r.segments = mask.q_segment != nullptr;
   r.per_element = r.explicit_keys || r.segments ||

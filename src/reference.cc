@@ -24,18 +24,6 @@ std::size_t Offset(const Shape4& shape, const Strides3& strides, std::size_t b,
   return off;
 }
 
-double Load(const ScoreView& v, std::size_t off) {
-  switch (v.type) {
-    case ScoreType::kF32:
-      return static_cast<const float*>(v.data)[off];
-    case ScoreType::kBF16:
-      return rlx_f32_from_bf16(static_cast<const std::uint16_t*>(v.data)[off]);
-    case ScoreType::kF16:
-      return rlx_f32_from_f16(static_cast<const std::uint16_t*>(v.data)[off]);
-  }
-  return 0;
-}
-
 void Store(const ScoreView& v, std::size_t off, double x) {
   switch (v.type) {
     case ScoreType::kF32:
@@ -56,6 +44,18 @@ void Store(const ScoreView& v, std::size_t off, double x) {
 
 }  // namespace
 
+double element_at(const ScoreView& v, std::size_t off) {
+  switch (v.type) {
+    case ScoreType::kF32:
+      return static_cast<const float*>(v.data)[off];
+    case ScoreType::kBF16:
+      return rlx_f32_from_bf16(static_cast<const std::uint16_t*>(v.data)[off]);
+    case ScoreType::kF16:
+      return rlx_f32_from_f16(static_cast<const std::uint16_t*>(v.data)[off]);
+  }
+  return 0;
+}
+
 void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
                  std::size_t window) {
   const std::size_t lo =
@@ -67,22 +67,6 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
 }
 
 namespace {
-
-// The dense part: the dense kinds' own, or one added to the rules.
-DenseKind DenseKindOf(const MaskSpec& mask) {
-  switch (mask.kind) {
-    case MaskKind::kKeepF32:
-      return DenseKind::kKeepF32;
-    case MaskKind::kKeepU8:
-      return DenseKind::kKeepU8;
-    case MaskKind::kBias:
-      return DenseKind::kBias;
-    case MaskKind::kKeepBits:
-      return DenseKind::kKeepBits;
-    default:
-      return mask.dense;
-  }
-}
 
 // floor(a / c), c > 0.
 __int128 FloorDiv(__int128 a, __int128 c) {
@@ -149,7 +133,7 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
                     p_k < static_cast<__int128>(mask.sink_keys) && p_k <= p_q;
   const bool base = (causal || prefix) && window && chunk;
   bool dense = true;
-  switch (DenseKindOf(mask)) {
+  switch (mask.dense_part()) {
     case DenseKind::kNone:
       break;
     case DenseKind::kKeepF32:
@@ -179,7 +163,7 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               std::size_t h, std::size_t q, std::size_t k) {
   (void)scores;
-  if (DenseKindOf(mask) != DenseKind::kBias) return 0.0f;
+  if (mask.dense_part() != DenseKind::kBias) return 0.0f;
   return static_cast<const float*>(
       mask.data)[Offset(mask.shape, mask.strides, b, h, q, k)];
 }
@@ -189,7 +173,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   const Shape4& s = scores.shape;
   // A key the rules mask gets the fill; one they keep gets its bias added
   // (a -inf bias gives -inf).
-  const bool has_bias = DenseKindOf(mask) == DenseKind::kBias;
+  const bool has_bias = mask.dense_part() == DenseKind::kBias;
   MaskSpec rules = mask;
   if (has_bias) {
     if (rules.kind == MaskKind::kBias) rules.kind = MaskKind::kNone;
@@ -208,7 +192,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
         Store(scores, off,
               bias == -std::numeric_limits<float>::infinity()
                   ? bias
-                  : static_cast<float>(Load(scores, off)) + bias);
+                  : static_cast<float>(element_at(scores, off)) + bias);
       }
     }
   }
@@ -239,7 +223,7 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
     double max = -kInf;
     bool any_nan = false;
     for (std::size_t k = 0; k < s.k_len; ++k) {
-      double x = Load(in, Offset(s, in.strides, b, h, q, k));
+      double x = element_at(in, Offset(s, in.strides, b, h, q, k));
       // The kernel computes scale * x in f32; the oracle does too, so the
       // bound below measures the exp and the sum, not this rounding.
       x = static_cast<float>(x * options.scale);

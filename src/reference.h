@@ -18,6 +18,9 @@ namespace rlx::reference {
 void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
                  std::size_t window);
 
+// Element `off` of a view (counted in elements of its type), as a double.
+double element_at(const ScoreView& v, std::size_t off);
+
 // Whether key k of row (b, h, q) is kept by a keep-style mask, straight from
 // DESIGN.md (abs_q = query offset + q). For kBias: the bias is not -inf.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,

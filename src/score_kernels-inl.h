@@ -186,67 +186,38 @@ struct KeptBytesSource {
   }
 };
 
-// ALiBi (DESIGN.md, "Softmax extensions"): t - slope * |p_q - p_k| before
-// `inner` adjusts it (a bias after it, as ggml and BLOOM add theirs). With
-// implicit key positions a kept segment's keys sit at p_k = k + shift, so
-// the distance is |center - k| with center = p_q - shift, computed per
-// vector from an iota: nothing is materialised. ForSegment sets the
-// segment's center (the Decode token's segment has its own shift).
-template <class Inner>
-struct AlibiSource {
-  static constexpr bool kAdditive = true;
-  static constexpr bool kMasks = Inner::kMasks;
-  float neg_slope;
+// The distances |p_q - p_k| of ALiBi for keys with implicit positions: a
+// kept segment's keys sit at p_k = k + shift, so the distance is
+// |center - k| with center = p_q - shift, computed per vector from an iota:
+// nothing is materialised. ForShift sets the segment's center (the Decode
+// token's segment has its own shift).
+struct ImplicitKeyDistance {
   double p_q;     // the row's query position
   double center;  // p_q - shift of the current segment
-  Inner inner;
   template <class DF>
-  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
-    return inner.Kept(df, k);
-  }
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
-    const auto d = hn::Sub(
+  HWY_INLINE hn::Vec<DF> At(DF df, std::size_t k) const {
+    return hn::Abs(hn::Sub(
         hn::Set(df, static_cast<float>(center - static_cast<double>(k))),
-        hn::Iota(df, 0));
-    return inner.Adjust(df, k,
-                        hn::MulAdd(hn::Abs(d), hn::Set(df, neg_slope), t));
+        hn::Iota(df, 0)));
   }
-  template <class DF>
-  HWY_INLINE AlibiSource Tail(DF df, std::size_t k, std::size_t count,
-                              float* buffer) const {
-    return {neg_slope, p_q, center - static_cast<double>(k),
-            inner.Tail(df, k, count, buffer)};
+  HWY_INLINE ImplicitKeyDistance Tail(std::size_t k, std::size_t) const {
+    return {p_q, center - static_cast<double>(k)};
   }
-  HWY_INLINE AlibiSource WithOrigin(std::size_t key) const {
-    return {neg_slope, p_q, center, inner.WithOrigin(key)};
-  }
-  HWY_INLINE AlibiSource ForShift(std::int64_t shift) const {
-    AlibiSource s = *this;
-    s.center = p_q - static_cast<double>(shift);
-    return s;
+  HWY_INLINE ImplicitKeyDistance ForShift(std::int64_t shift) const {
+    return {p_q, p_q - static_cast<double>(shift)};
   }
 };
 
-// ALiBi over explicit key positions (k_position): the distance of each key
-// is read per element into a vector on the stack (positions are int64, and
+// The same over explicit key positions (k_position): each key's distance is
+// read per element into a vector on the stack (positions are int64, and
 // such rows are decided per element anyway). `limit` bounds the keys a tail
 // may read.
-template <class Inner>
-struct ExplicitAlibiSource {
-  static constexpr bool kAdditive = true;
-  static constexpr bool kMasks = Inner::kMasks;
-  float neg_slope;
+struct ExplicitKeyDistance {
   double p_q;
   const std::int64_t* HWY_RESTRICT k_position;
   std::size_t limit;
-  Inner inner;
   template <class DF>
-  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
-    return inner.Kept(df, k);
-  }
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+  HWY_INLINE hn::Vec<DF> At(DF df, std::size_t k) const {
     HWY_ALIGN float distance[hn::MaxLanes(df)];
     const std::size_t N = hn::Lanes(df);
     for (std::size_t i = 0; i < N; ++i) {
@@ -255,19 +226,45 @@ struct ExplicitAlibiSource {
                               p_q - static_cast<double>(k_position[k + i])))
                         : 0.0f;
     }
-    return inner.Adjust(
-        df, k, hn::MulAdd(hn::Load(df, distance), hn::Set(df, neg_slope), t));
+    return hn::Load(df, distance);
+  }
+  HWY_INLINE ExplicitKeyDistance Tail(std::size_t k, std::size_t count) const {
+    return {p_q, k_position + k, count};
+  }
+  HWY_INLINE ExplicitKeyDistance ForShift(std::int64_t) const { return *this; }
+};
+
+// ALiBi (DESIGN.md, "Softmax extensions"): t - slope * |p_q - p_k| before
+// `inner` adjusts it (a bias after it, as ggml and BLOOM add theirs), with
+// the distances of `Distance` (one of the two above).
+template <class Inner, class Distance>
+struct AlibiSource {
+  static constexpr bool kAdditive = true;
+  static constexpr bool kMasks = Inner::kMasks;
+  float neg_slope;
+  Distance distance;
+  Inner inner;
+  template <class DF>
+  HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
+    return inner.Kept(df, k);
   }
   template <class DF>
-  HWY_INLINE ExplicitAlibiSource Tail(DF df, std::size_t k, std::size_t count,
-                                      float* buffer) const {
-    return {neg_slope, p_q, k_position + k, count,
+  HWY_INLINE hn::Vec<DF> Adjust(DF df, std::size_t k, hn::Vec<DF> t) const {
+    return inner.Adjust(
+        df, k, hn::MulAdd(distance.At(df, k), hn::Set(df, neg_slope), t));
+  }
+  template <class DF>
+  HWY_INLINE AlibiSource Tail(DF df, std::size_t k, std::size_t count,
+                              float* buffer) const {
+    return {neg_slope, distance.Tail(k, count),
             inner.Tail(df, k, count, buffer)};
   }
-  HWY_INLINE ExplicitAlibiSource WithOrigin(std::size_t key) const {
-    return {neg_slope, p_q, k_position, limit, inner.WithOrigin(key)};
+  HWY_INLINE AlibiSource WithOrigin(std::size_t key) const {
+    return {neg_slope, distance, inner.WithOrigin(key)};
   }
-  HWY_INLINE ExplicitAlibiSource ForShift(std::int64_t) const { return *this; }
+  HWY_INLINE AlibiSource ForShift(std::int64_t shift) const {
+    return {neg_slope, distance.ForShift(shift), inner};
+  }
 };
 
 template <class Source>
@@ -277,10 +274,8 @@ constexpr bool kIsKeptBytes<KeptBytesSource<Inner>> = true;
 
 template <class Source>
 constexpr bool kHasShift = false;
-template <class Inner>
-constexpr bool kHasShift<AlibiSource<Inner>> = true;
-template <class Inner>
-constexpr bool kHasShift<ExplicitAlibiSource<Inner>> = true;
+template <class Inner, class Distance>
+constexpr bool kHasShift<AlibiSource<Inner, Distance>> = true;
 
 // ------------------------------ apply_mask
 
@@ -824,10 +819,8 @@ template <class Source>
 constexpr bool kHasOrigin = false;
 template <class Inner>
 constexpr bool kHasOrigin<KeptBytesSource<Inner>> = true;
-template <class Inner>
-constexpr bool kHasOrigin<AlibiSource<Inner>> = kHasOrigin<Inner>;
-template <class Inner>
-constexpr bool kHasOrigin<ExplicitAlibiSource<Inner>> = kHasOrigin<Inner>;
+template <class Inner, class Distance>
+constexpr bool kHasOrigin<AlibiSource<Inner, Distance>> = kHasOrigin<Inner>;
 
 // The kept segments of one row (at most KeptKeys::kMaxIntervals), as every
 // pass visits them: ForEach(src, f) calls f(segment, out, source) for each.
@@ -1284,18 +1277,20 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
           detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
       if constexpr (kIsKeptBytes<Inner>) {
         if (rules.explicit_keys) {
-          SoftmaxSegments<kType>(
-              df, row,
-              ExplicitAlibiSource<Inner>{
-                  neg_slope, p_q, mask.k_position + i.b * n,
-                  std::numeric_limits<std::size_t>::max(), inner},
-              options, sink, lse, prefetch);
+          SoftmaxSegments<kType>(df, row,
+                                 AlibiSource<Inner, ExplicitKeyDistance>{
+                                     neg_slope,
+                                     {p_q, mask.k_position + i.b * n,
+                                      std::numeric_limits<std::size_t>::max()},
+                                     inner},
+                                 options, sink, lse, prefetch);
           return;
         }
       }
-      SoftmaxSegments<kType>(df, row,
-                             AlibiSource<Inner>{neg_slope, p_q, p_q, inner},
-                             options, sink, lse, prefetch);
+      SoftmaxSegments<kType>(
+          df, row,
+          AlibiSource<Inner, ImplicitKeyDistance>{neg_slope, {p_q, p_q}, inner},
+          options, sink, lse, prefetch);
     };
     const bool has_bias = rules.dense == DenseKind::kBias;
     if (read_bytes) {

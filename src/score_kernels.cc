@@ -238,7 +238,7 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
                   " is null");
   }
-  const DenseKind dense = detail::DenseOf(mask);
+  const DenseKind dense = mask.dense_part();
   switch (dense) {
     case DenseKind::kNone:
       return;
@@ -294,7 +294,7 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   }
   // Only the row's own batch is known: a dense mask must hold that batch
   // (or broadcast over batches); any head count is fine.
-  const bool dense = detail::DenseOf(mask) != DenseKind::kNone;
+  const bool dense = mask.dense_part() != DenseKind::kNone;
   const std::size_t batches = dense && mask.shape.batch > batch_index
                                   ? mask.shape.batch
                                   : batch_index + 1;

@@ -78,15 +78,7 @@ inline std::size_t Offset(const ScoreView& v, std::size_t b, std::size_t h,
 }
 
 inline double Get(const ScoreView& v, std::size_t off) {
-  switch (v.type) {
-    case ScoreType::kF32:
-      return static_cast<const float*>(v.data)[off];
-    case ScoreType::kBF16:
-      return rlx_f32_from_bf16(static_cast<const std::uint16_t*>(v.data)[off]);
-    case ScoreType::kF16:
-      return rlx_f32_from_f16(static_cast<const std::uint16_t*>(v.data)[off]);
-  }
-  return 0;
+  return reference::element_at(v, off);
 }
 
 // Sets element `off` to x rounded to the row type (nearest even), where a
@@ -111,11 +103,18 @@ inline std::string Num(double v) {
 }
 
 // Compares a masked softmax result `got` with the oracle's `want`, both
-// computed from `before`, under the bound above.
+// computed from `before`, under the bound above, where T, the largest
+// transformed |score|, also counts the ALiBi term, the bias and the sink:
+// each shifts the exp argument. Masked keys: +0 when options.zero_masked
+// (else not checked here); kept rows sum to at most 1 (exactly 1 within
+// 1e-6 without a sink). `lse` / `lse_want`: the row_lse outputs, compared
+// within the same bound plus their f32 rounding.
 inline std::string SoftmaxMismatch(const ScoreView& before,
                                    const ScoreView& got, const ScoreView& want,
                                    const MaskSpec& mask,
-                                   const SoftmaxOptions& options) {
+                                   const SoftmaxOptions& options,
+                                   const float* lse = nullptr,
+                                   const float* lse_want = nullptr) {
   const Shape4& s = before.shape;
   const double type_rounding = got.type == ScoreType::kF32    ? 0.0
                                : got.type == ScoreType::kBF16 ? 0x1p-7
@@ -124,11 +123,10 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
   for (std::size_t b = 0; b < s.batch; ++b)
     for (std::size_t h = 0; h < s.heads; ++h)
       for (std::size_t q = 0; q < s.q_len; ++q) {
+        const std::size_t r = (b * s.heads + h) * s.q_len + q;
         const std::string row = "row (" + std::to_string(b) + "," +
                                 std::to_string(h) + "," + std::to_string(q) +
                                 ")";
-        // The largest transformed kept |score| bounds the f32 rounding of
-        // the exp argument t - max.
         double t_max = 0.0, sum = 0.0;
         bool any_kept = false;
         for (std::size_t k = 0; k < s.k_len; ++k) {
@@ -138,9 +136,14 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
           if (options.softcap > 0.0f) {
             t = options.softcap * std::tanh(t / options.softcap);
           }
-          t = std::fabs(t) + std::fabs(reference::bias_at(mask, s, b, h, q, k));
-          // Infinite scores give exact 0 (or NaN rows): no rounding to bound.
+          t = std::fabs(t) +
+              std::fabs(reference::alibi_at(mask, s, options, b, h, q, k)) +
+              std::fabs(reference::bias_at(mask, s, b, h, q, k));
           if (std::isfinite(t)) t_max = std::max(t_max, t);
+        }
+        if (options.sink_logits != nullptr &&
+            std::isfinite(options.sink_logits[h])) {
+          t_max = std::max(t_max, std::fabs(options.sink_logits[h]) + t_max);
         }
         const double rel = 0x1p-22 * (2.0 + 2.0 * t_max) + type_rounding;
         bool row_nan = false;
@@ -151,7 +154,9 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
                                     ": got " + Num(p) + ", oracle " +
                                     Num(p_ref);
           if (!reference::is_kept(mask, s, b, h, q, k)) {
-            if (p != 0.0 || std::signbit(p)) return "masked " + where;
+            if (options.zero_masked && (p != 0.0 || std::signbit(p))) {
+              return "masked " + where;
+            }
             continue;
           }
           if (std::isnan(p_ref)) {
@@ -164,9 +169,28 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
           }
           sum += p;
         }
-        if (any_kept && !row_nan && got.type == ScoreType::kF32 && sum > 0 &&
-            !(std::fabs(sum - 1.0) <= 1e-6)) {
-          return row + " sums to " + Num(sum);
+        if (any_kept && !row_nan && got.type == ScoreType::kF32) {
+          const bool sinks =
+              options.sink_logits != nullptr &&
+              options.sink_logits[h] != -std::numeric_limits<float>::infinity();
+          if (sinks ? !(sum <= 1.0 + 1e-6)
+                    : (sum > 0 && !(std::fabs(sum - 1.0) <= 1e-6))) {
+            return row + " sums to " + Num(sum);
+          }
+        }
+        if (lse != nullptr) {
+          const double l = lse[r], l_ref = lse_want[r];
+          const std::string where =
+              row + " lse: got " + Num(l) + ", oracle " + Num(l_ref);
+          if (std::isnan(l_ref) || std::isinf(l_ref)) {
+            if (!(std::isnan(l) && std::isnan(l_ref)) && l != l_ref) {
+              return where;
+            }
+          } else if (!(std::fabs(l - l_ref) <= 0x1p-22 * (2.0 + 2.0 * t_max) +
+                                                   0x1p-23 * std::fabs(l_ref) +
+                                                   1e-30)) {
+            return where;
+          }
         }
       }
   return "";

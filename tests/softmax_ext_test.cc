@@ -167,100 +167,6 @@ testing::Tensor RandomScores(std::mt19937_64& rng, ScoreType type,
   return t;
 }
 
-// The kernel result `got` against the oracle's `want` (both from `before`)
-// under the softmax bound of tests/score_check.h, where T, the largest
-// transformed |score|, also counts the ALiBi term, the bias and the sink:
-// each shifts the exp argument. Masked keys: +0 when options.zero_masked
-// (else not checked here); kept rows sum to at most 1 (exactly 1 within
-// 1e-6 without a sink). `lse` / `lse_want`: the row_lse outputs, compared
-// within the same bound plus their f32 rounding.
-std::string ExtMismatch(const ScoreView& before, const ScoreView& got,
-                        const ScoreView& want, const MaskSpec& mask,
-                        const SoftmaxOptions& options,
-                        const float* lse = nullptr,
-                        const float* lse_want = nullptr) {
-  const Shape4& s = before.shape;
-  const double type_rounding = got.type == ScoreType::kF32    ? 0.0
-                               : got.type == ScoreType::kBF16 ? 0x1p-7
-                                                              : 0x1p-10;
-  const double floor = got.type == ScoreType::kF16 ? 0x1p-24 : 2e-38;
-  for (std::size_t b = 0; b < s.batch; ++b)
-    for (std::size_t h = 0; h < s.heads; ++h)
-      for (std::size_t q = 0; q < s.q_len; ++q) {
-        const std::size_t r = (b * s.heads + h) * s.q_len + q;
-        const std::string row = "row (" + std::to_string(b) + "," +
-                                std::to_string(h) + "," + std::to_string(q) +
-                                ")";
-        double t_max = 0.0, sum = 0.0;
-        bool any_kept = false;
-        for (std::size_t k = 0; k < s.k_len; ++k) {
-          if (!reference::is_kept(mask, s, b, h, q, k)) continue;
-          any_kept = true;
-          double t = testing::Get(before, testing::Offset(before, b, h, q, k)) *
-                     options.scale;
-          if (options.softcap > 0.0f) {
-            t = options.softcap * std::tanh(t / options.softcap);
-          }
-          t = std::fabs(t) +
-              std::fabs(reference::alibi_at(mask, s, options, b, h, q, k)) +
-              std::fabs(reference::bias_at(mask, s, b, h, q, k));
-          if (std::isfinite(t)) t_max = std::max(t_max, t);
-        }
-        if (options.sink_logits != nullptr &&
-            std::isfinite(options.sink_logits[h])) {
-          t_max = std::max(t_max, std::fabs(options.sink_logits[h]) + t_max);
-        }
-        const double rel = 0x1p-22 * (2.0 + 2.0 * t_max) + type_rounding;
-        bool row_nan = false;
-        for (std::size_t k = 0; k < s.k_len; ++k) {
-          const double p = testing::Get(got, testing::Offset(got, b, h, q, k));
-          const double p_ref =
-              testing::Get(want, testing::Offset(want, b, h, q, k));
-          const std::string where = row + " key " + std::to_string(k) +
-                                    ": got " + testing::Num(p) + ", oracle " +
-                                    testing::Num(p_ref);
-          if (!reference::is_kept(mask, s, b, h, q, k)) {
-            if (options.zero_masked && (p != 0.0 || std::signbit(p))) {
-              return "masked " + where;
-            }
-            continue;
-          }
-          if (std::isnan(p_ref)) {
-            if (!std::isnan(p)) return "NaN did not propagate to " + where;
-            row_nan = true;
-            continue;
-          }
-          if (!(std::fabs(p - p_ref) <= p_ref * rel + floor)) {
-            return "out of bound at " + where;
-          }
-          sum += p;
-        }
-        if (any_kept && !row_nan && got.type == ScoreType::kF32) {
-          const bool sinks =
-              options.sink_logits != nullptr && options.sink_logits[h] != -kInf;
-          if (sinks ? !(sum <= 1.0 + 1e-6)
-                    : (sum > 0 && !(std::fabs(sum - 1.0) <= 1e-6))) {
-            return row + " sums to " + testing::Num(sum);
-          }
-        }
-        if (lse != nullptr) {
-          const double l = lse[r], l_ref = lse_want[r];
-          const std::string where = row + " lse: got " + testing::Num(l) +
-                                    ", oracle " + testing::Num(l_ref);
-          if (std::isnan(l_ref) || std::isinf(l_ref)) {
-            if (!(std::isnan(l) && std::isnan(l_ref)) && l != l_ref) {
-              return where;
-            }
-          } else if (!(std::fabs(l - l_ref) <= 0x1p-22 * (2.0 + 2.0 * t_max) +
-                                                   0x1p-23 * std::fabs(l_ref) +
-                                                   1e-30)) {
-            return where;
-          }
-        }
-      }
-  return "";
-}
-
 std::string ShapeName(const Shape4& s) {
   return "[" + std::to_string(s.batch) + "," + std::to_string(s.heads) + "," +
          std::to_string(s.q_len) + "," + std::to_string(s.k_len) + "]";
@@ -312,8 +218,8 @@ TEST_P(SoftmaxExtTest, SinksAlibiAndLseMatchTheOracle) {
       const std::string where = std::string(testing::TypeName(type)) + " " +
                                 em.name + " " + ShapeName(s) + " iteration " +
                                 std::to_string(it);
-      ASSERT_EQ(ExtMismatch(before, got, want, em.mask, options, lse.data(),
-                            lse_want.data()),
+      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, em.mask, options,
+                                         lse.data(), lse_want.data()),
                 "")
           << where;
       testing::Tensor g{got_bytes, got};
@@ -471,7 +377,8 @@ TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
       const ScoreView want = testing::SameViewIn(t, want_bytes);
       masked_softmax(got, em.mask, options);
       reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
-      ASSERT_EQ(ExtMismatch(before, got, want, with_bias, plain), "")
+      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, with_bias, plain),
+                "")
           << testing::TypeName(type) << " " << em.name << " " << ShapeName(s)
           << " iteration " << it;
     }
@@ -557,11 +464,12 @@ std::string SplitMismatch(ScoreType type, const Shape4& s, std::size_t split,
                       sinks_in_merge ? sinks : nullptr);
   // The merged parts against the oracle (one more rounding than unsplit:
   // the bound's 2 + 2T has room for it), and the merged lse.
-  std::string e = ExtMismatch(before, parts_view, want, whole, options,
-                              lse_merged.data(), lse_want.data());
+  std::string e =
+      testing::SoftmaxMismatch(before, parts_view, want, whole, options,
+                               lse_merged.data(), lse_want.data());
   if (!e.empty()) return "merged: " + e;
-  return ExtMismatch(before, got, want, whole, options, lse_whole.data(),
-                     lse_want.data());
+  return testing::SoftmaxMismatch(before, got, want, whole, options,
+                                  lse_whole.data(), lse_want.data());
 }
 
 TEST_P(SoftmaxExtTest, SplitAndMergeEqualsTheWholeRowAtEverySplit) {
@@ -795,8 +703,8 @@ TEST_P(SoftmaxExtTest, RowsBeyondTheStackBuffersMatchTheOracle) {
       ref_options.row_lse = lse_want.data();
       reference::masked_softmax(want, want, em.mask, ref_options,
                                 RowRange::all(s));
-      ASSERT_EQ(ExtMismatch(before, got, want, em.mask, options, lse.data(),
-                            lse_want.data()),
+      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, em.mask, options,
+                                         lse.data(), lse_want.data()),
                 "")
           << where;
       if (!options.zero_masked) {
@@ -861,8 +769,8 @@ TEST_P(SoftmaxExtTest, RowsSplitAtTheScratchEdgeMatchTheOracle) {
         ref_options.row_lse = lse_want.data();
         reference::masked_softmax(want, want, mask, ref_options,
                                   RowRange::all(s));
-        ASSERT_EQ(ExtMismatch(before, got, want, mask, options, lse.data(),
-                              lse_want.data()),
+        ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                           lse.data(), lse_want.data()),
                   "")
             << where;
       }

@@ -238,21 +238,9 @@ struct MaskSpec {
     return with_dense(DenseKind::kBias, b, shape);
   }
 
-  // The contiguous strides of a dense part of `shape`: a keep_bits row is
-  // ceil(k_len / 64) words.
-  static Strides3 dense_strides(DenseKind kind, const Shape4& shape) {
-    if (kind != DenseKind::kKeepBits) return Strides3::contiguous(shape);
-    const std::size_t row = shape.k_len / 64 + (shape.k_len % 64 != 0);
-    return {shape.heads * shape.q_len * row, shape.q_len * row, row};
-  }
-
- private:
-  static MaskSpec of(MaskKind kind) {
-    MaskSpec m;
-    m.kind = kind;
-    return m;
-  }
-  static DenseKind DenseOfKind(MaskKind kind) {
+  // The dense part a kind reads by itself (kNone: a structured kind, whose
+  // dense part, if any, is `dense`).
+  static constexpr DenseKind dense_kind_of(MaskKind kind) {
     switch (kind) {
       case MaskKind::kKeepF32:
         return DenseKind::kKeepF32;
@@ -270,12 +258,33 @@ struct MaskSpec {
     }
     return DenseKind::kNone;
   }
+  // The dense part this mask reads: its kind's own, else the one added to
+  // the rules (`dense`).
+  DenseKind dense_part() const {
+    const DenseKind own = dense_kind_of(kind);
+    return own != DenseKind::kNone ? own : dense;
+  }
+
+  // The contiguous strides of a dense part of `shape`: a keep_bits row is
+  // ceil(k_len / 64) words.
+  static Strides3 dense_strides(DenseKind kind, const Shape4& shape) {
+    if (kind != DenseKind::kKeepBits) return Strides3::contiguous(shape);
+    const std::size_t row = shape.k_len / 64 + (shape.k_len % 64 != 0);
+    return {shape.heads * shape.q_len * row, shape.q_len * row, row};
+  }
+
+ private:
+  static MaskSpec of(MaskKind kind) {
+    MaskSpec m;
+    m.kind = kind;
+    return m;
+  }
   static MaskSpec dense_of(MaskKind kind, const void* data,
                            const Shape4& shape) {
     MaskSpec m = of(kind);
     m.data = data;
     m.shape = shape;
-    m.strides = dense_strides(DenseOfKind(kind), shape);
+    m.strides = dense_strides(dense_kind_of(kind), shape);
     return m;
   }
   MaskSpec with_dense(DenseKind kind, const void* data,

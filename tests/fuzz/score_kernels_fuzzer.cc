@@ -184,7 +184,7 @@ Case Decode(Reader& r) {
     case MaskKind::kKeepU8:
     case MaskKind::kBias:
     case MaskKind::kKeepBits:
-      DrawDense(r, c, kinds::DenseOf(kind), /*as_kind=*/true);
+      DrawDense(r, c, MaskSpec::dense_kind_of(kind), /*as_kind=*/true);
       break;
   }
   // The rules, each present or not, on every kind. One flag byte: bit i
@@ -231,7 +231,7 @@ Case Decode(Reader& r) {
         c.q_position.empty() ? nullptr : c.q_position.data(),
         c.k_position.empty() ? nullptr : c.k_position.data());
   }
-  if ((rules & 128) && kinds::DenseOf(kind) == DenseKind::kNone) {
+  if ((rules & 128) && MaskSpec::dense_kind_of(kind) == DenseKind::kNone) {
     // A dense part of any listed kind on top of the structured kind.
     DrawDense(r, c, kinds::kAllDenseKinds[r.Pick(kinds::kDenseKindCount)],
               /*as_kind=*/false);
@@ -313,7 +313,7 @@ Tensor ScoresOf(const Case& c) {
 bool KeptKeysExact(const MaskSpec& mask) {
   return mask.k_position == nullptr && mask.q_segment == nullptr &&
          mask.dense == DenseKind::kNone &&
-         kinds::DenseOf(mask.kind) == DenseKind::kNone;
+         MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
 }
 
 // kept_keys of every row against the oracle: sorted, disjoint, non-empty

@@ -184,6 +184,19 @@ pub enum Dense<'a> {
     Bias(&'a [f32], Shape),
 }
 
+impl Dense<'_> {
+    /// The slice's pointer and length, its shape, and whether it is
+    /// bit-packed (a row of `ceil(k_len / 64)` words).
+    fn raw(&self) -> (*const c_void, usize, Shape, bool) {
+        match *self {
+            Dense::Keep(m, s) => (m.as_ptr().cast(), m.len(), s, false),
+            Dense::KeepU8(m, s) => (m.as_ptr().cast(), m.len(), s, false),
+            Dense::KeepBits(m, s) => (m.as_ptr().cast(), m.len(), s, true),
+            Dense::Bias(m, s) => (m.as_ptr().cast(), m.len(), s, false),
+        }
+    }
+}
+
 /// A mask kind with its rules. A key is kept iff
 /// `valid AND same_segment AND (base OR sink) AND dense`, with
 /// `base = (causal OR prefix) AND window AND chunk` (rlx/scores.h). Build
@@ -336,11 +349,8 @@ impl MaskSpec<'_> {
         let mut spec = ffi::rlx_mask_spec::new();
         // Dense data: the slice must cover the extents it is described with
         // (the library trusts the pointer).
-        let dense = |spec: &mut ffi::rlx_mask_spec,
-                     data: *const c_void,
-                     len: usize,
-                     shape: Shape,
-                     bits: bool| {
+        let dense = |spec: &mut ffi::rlx_mask_spec, part: Dense| {
+            let (data, len, shape, bits) = part.raw();
             let need = if bits {
                 shape
                     .rows_checked()
@@ -381,47 +391,35 @@ impl MaskSpec<'_> {
             }
             Mask::Keep(m, s) => {
                 spec.kind = ffi::RLX_MASK_KEEP_F32;
-                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                dense(&mut spec, Dense::Keep(m, s))?;
             }
             Mask::KeepU8(m, s) => {
                 spec.kind = ffi::RLX_MASK_KEEP_U8;
-                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                dense(&mut spec, Dense::KeepU8(m, s))?;
             }
             Mask::Bias(m, s) => {
                 spec.kind = ffi::RLX_MASK_BIAS;
-                dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
+                dense(&mut spec, Dense::Bias(m, s))?;
             }
             Mask::KeepBits(m, s) => {
                 spec.kind = ffi::RLX_MASK_KEEP_BITS;
-                dense(&mut spec, m.as_ptr().cast(), m.len(), s, true)?;
+                dense(&mut spec, Dense::KeepBits(m, s))?;
             }
         }
         if let Some(d) = self.dense {
-            if spec.data.is_null() {
-                match d {
-                    Dense::Keep(m, s) => {
-                        spec.dense = ffi::RLX_DENSE_KEEP_F32;
-                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
-                    }
-                    Dense::KeepU8(m, s) => {
-                        spec.dense = ffi::RLX_DENSE_KEEP_U8;
-                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
-                    }
-                    Dense::KeepBits(m, s) => {
-                        spec.dense = ffi::RLX_DENSE_KEEP_BITS;
-                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, true)?;
-                    }
-                    Dense::Bias(m, s) => {
-                        spec.dense = ffi::RLX_DENSE_BIAS;
-                        dense(&mut spec, m.as_ptr().cast(), m.len(), s, false)?;
-                    }
-                }
-            } else {
+            if !spec.data.is_null() {
                 return Err(Error::invalid(format!(
                     "{who}: the dense mask kind {:?} cannot take a second dense part",
                     self.kind
                 )));
             }
+            spec.dense = match d {
+                Dense::Keep(..) => ffi::RLX_DENSE_KEEP_F32,
+                Dense::KeepU8(..) => ffi::RLX_DENSE_KEEP_U8,
+                Dense::KeepBits(..) => ffi::RLX_DENSE_KEEP_BITS,
+                Dense::Bias(..) => ffi::RLX_DENSE_BIAS,
+            };
+            dense(&mut spec, d)?;
         }
         let Extent {
             batches,
