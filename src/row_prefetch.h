@@ -55,15 +55,21 @@ class RowPrefetch {
     offset_ = ranges_[range_].bytes = 0;
   }
 
+  // Prefetches what is left of the plan, at most kMaxLinesAtFinish lines:
+  // rows with few kept keys run out of steps before their plan is done.
+  static constexpr std::size_t kMaxLinesAtFinish = 128;
+  void Finish() {
+    for (std::size_t line = 0; line < kMaxLinesAtFinish; ++line) {
+      if (!LinesLeft()) return;
+      hwy::Prefetch(ranges_[range_].begin + offset_);
+      offset_ += kLine;
+    }
+  }
   // Prefetches the next lines_per_step_ lines of the plan (the last step of
   // a range may reach up to lines_per_step_ - 1 lines past its end: harmless,
   // and cheaper than a check per line).
   HWY_INLINE void Step() {
-    while (offset_ >= ranges_[range_].bytes) {
-      if (range_ + 1 == kRanges) return;
-      ++range_;
-      offset_ = 0;
-    }
+    if (!LinesLeft()) return;
     const char* p = ranges_[range_].begin + offset_;
     for (std::size_t i = 0; i < lines_per_step_; ++i) {
       hwy::Prefetch(p + i * kLine);
@@ -72,6 +78,15 @@ class RowPrefetch {
   }
 
  private:
+  // Moves to the first range with lines left; false when the plan is done.
+  HWY_INLINE bool LinesLeft() {
+    while (offset_ >= ranges_[range_].bytes) {
+      if (range_ + 1 == kRanges) return false;
+      ++range_;
+      offset_ = 0;
+    }
+    return true;
+  }
   struct Range {
     const char* begin = nullptr;
     std::size_t bytes = 0;
