@@ -127,6 +127,8 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
         const std::string row = "row (" + std::to_string(b) + "," +
                                 std::to_string(h) + "," + std::to_string(q) +
                                 ")";
+        // The largest transformed kept |score| (with its ALiBi and bias
+        // terms) bounds the f32 rounding of the exp argument t - max.
         double t_max = 0.0, sum = 0.0;
         bool any_kept = false;
         for (std::size_t k = 0; k < s.k_len; ++k) {
@@ -139,6 +141,7 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
           t = std::fabs(t) +
               std::fabs(reference::alibi_at(mask, s, options, b, h, q, k)) +
               std::fabs(reference::bias_at(mask, s, b, h, q, k));
+          // Infinite scores give exact 0 (or NaN rows): no rounding to bound.
           if (std::isfinite(t)) t_max = std::max(t_max, t);
         }
         if (options.sink_logits != nullptr &&
