@@ -1142,6 +1142,47 @@ static void TestMaskRules(void) {
                  "rlx_kept_keys");
     CHECK(strstr(rlx_last_error(), "chunk 18446744073709551615") != NULL ||
           sizeof(size_t) != 8);
+    m = Mask(RLX_MASK_CAUSAL);
+    m.window_keys = (size_t)-1;
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    CHECK(strstr(rlx_last_error(), "window_keys") != NULL);
+    m = Mask(RLX_MASK_CAUSAL);
+    m.sink_keys = (size_t)-1;
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    CHECK(strstr(rlx_last_error(), "sink_keys") != NULL);
+    m = Mask(RLX_MASK_CAUSAL);
+    m.k_segment = seg; /* q_segment null */
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
+    CHECK(strstr(rlx_last_error(), "q_segment") != NULL);
+    CHECK(BitsEqual(s, before, sizeof(s)));
+  }
+
+  /* keep_bits rows need ceil(k_len / 64) words: a 70-key row takes 2, so
+   * a row stride of 1 word is rejected, naming both. */
+  {
+    float s[2 * 70];
+    float before[2 * 70];
+    size_t i;
+    static const uint64_t words[4] = {1, 1, 1, 1};
+    rlx_score_view v = F32View(s, 1, 1, 2, 70);
+    for (i = 0; i < 2 * 70; ++i) s[i] = (float)i;
+    memcpy(before, s, sizeof(s));
+    m = Mask(RLX_MASK_KEEP_BITS);
+    m.data = words;
+    m.shape.batch = m.shape.heads = 1;
+    m.shape.q_len = 2;
+    m.shape.k_len = 70;
+    m.strides = rlx_keep_bits_strides(m.shape);
+    m.strides.row = 1;
+    EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+                 "rlx_masked_softmax");
+    CHECK(strstr(rlx_last_error(), "row stride 1") != NULL);
+    CHECK(strstr(rlx_last_error(), "ceil(k_len / 64) = 2") != NULL);
+    EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, 0.0f), RLX_INVALID_ARGUMENT,
+                 "rlx_apply_mask");
     CHECK(BitsEqual(s, before, sizeof(s)));
   }
 }
@@ -1252,6 +1293,37 @@ static void TestSoftmaxExtensions(void) {
     CHECK(s[3] == 7.0f && fabsf(s[0] - 1.0f / 3) < 1e-6f);
     CHECK(fabsf(s[7] - 0.25f) < 1e-6f);
   }
+}
+
+/* A NaN slope or sink logit, or a +inf sink, is rejected before anything
+ * is written, naming the option and the head. */
+static void TestBadSoftmaxOptions(void) {
+  float s[8];
+  float before[8];
+  size_t k;
+  rlx_score_view v = F32View(s, 1, 2, 1, 4); /* two heads */
+  rlx_mask_spec m = Mask(RLX_MASK_NONE);
+  rlx_softmax_options o;
+  const float nan = nanf("");
+  const float good_bad[2] = {0.5f, nan};
+  const float inf_sink[2] = {0.0f, INFINITY};
+  for (k = 0; k < 8; ++k) s[k] = (float)k;
+  memcpy(before, s, sizeof(s));
+  rlx_softmax_options_init(&o);
+  o.alibi_slopes = good_bad;
+  EXPECT_ERROR(rlx_masked_softmax(&v, &m, &o, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  CHECK(strstr(rlx_last_error(), "alibi_slopes[1] (head 1)") != NULL);
+  rlx_softmax_options_init(&o);
+  o.sink_logits = good_bad;
+  EXPECT_ERROR(rlx_masked_softmax(&v, &m, &o, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  CHECK(strstr(rlx_last_error(), "sink_logits[1] (head 1)") != NULL);
+  o.sink_logits = inf_sink;
+  EXPECT_ERROR(rlx_masked_softmax(&v, &m, &o, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  CHECK(strstr(rlx_last_error(), "sink_logits[1]") != NULL);
+  CHECK(BitsEqual(s, before, sizeof(s)));
 }
 
 static void TestAlibiSlopes(void) {
@@ -1677,6 +1749,7 @@ int main(int argc, char** argv) {
     TestMaskRules();
     TestGrowingStructs();
     TestSoftmaxExtensions();
+    TestBadSoftmaxOptions();
     TestAlibiSlopes();
     TestClassifyBlocks();
     TestMergeSoftmaxParts();

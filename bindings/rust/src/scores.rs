@@ -1063,6 +1063,35 @@ mod tests {
         assert!(e.message().contains("k_segment has 3"), "{e}");
         let e = kept_keys(&Mask::Causal.with_prefix(&prefix), 1, 0, 1, 4).unwrap_err();
         assert!(e.message().contains("prefix_end has 1"), "{e}");
+        // Positions missing for the batch: batch 1 of [2, q_len 1, k_len 4]
+        // needs 2 query positions and 8 key positions.
+        let q_pos = [3i64];
+        let k_pos = [0i64, 1, 2, 3];
+        let e =
+            kept_keys(&Mask::Causal.with_positions(Some(&q_pos), None), 1, 0, 1, 4).unwrap_err();
+        assert!(e.message().contains("q_position has 1"), "{e}");
+        let e =
+            kept_keys(&Mask::Causal.with_positions(None, Some(&k_pos)), 1, 0, 1, 4).unwrap_err();
+        assert!(e.message().contains("k_position has 4"), "{e}");
+        let mut s = vec![7.0f32; 8];
+        let e = masked_softmax(
+            &mut s,
+            Shape::new(2, 1, 1, 4),
+            &Mask::Causal.with_positions(None, Some(&k_pos)),
+            SoftmaxOptions::default(),
+        )
+        .unwrap_err();
+        assert!(e.message().contains("k_position has 4"), "{e}");
+        assert_eq!(s, vec![7.0; 8]);
+        // Batch 0 alone is covered.
+        assert_eq!(
+            kept_sets(
+                &Mask::Causal.with_positions(Some(&q_pos), Some(&k_pos)),
+                1,
+                4
+            ),
+            vec![vec![0, 1, 2, 3]]
+        );
     }
 
     #[test]
@@ -1102,6 +1131,26 @@ mod tests {
             .with_softcap(30.0)
             .with_zero_masked(false);
         assert_eq!((o.scale, o.softcap, o.zero_masked), (0.5, 30.0, false));
+        // Kept-only writes: masked keys keep their bits, kept keys equal the
+        // default mode's bit for bit.
+        let shape = Shape::new(1, 1, 2, 4);
+        let scores = [0.5f32, -1.0, 2.0, 3.0, 1.0, 0.25, -2.0, 4.0];
+        let mut zeroed = scores.to_vec();
+        masked_softmax(&mut zeroed, shape, &Mask::Causal, SoftmaxOptions::default()).unwrap();
+        let mut kept_only = scores.to_vec();
+        let o = SoftmaxOptions::default().with_zero_masked(false);
+        masked_softmax(&mut kept_only, shape, &Mask::Causal, o).unwrap();
+        // Causal: rows 0 and 1 sit at positions 2 and 3 (the default query
+        // offset k_len - q_len), so row 0 masks key 3 only.
+        for (i, (&z, &k)) in zeroed.iter().zip(&kept_only).enumerate() {
+            let (q, key) = (i / 4, i % 4);
+            if key <= q + 2 {
+                assert_eq!(z.to_bits(), k.to_bits(), "kept key {i}");
+            } else {
+                assert_eq!(z, 0.0, "masked key {i}");
+                assert_eq!(k.to_bits(), scores[i].to_bits(), "masked key {i}");
+            }
+        }
     }
 
     #[test]
