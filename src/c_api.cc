@@ -215,24 +215,30 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
            static_cast<long long>(RawValue(m.dense)));
     return std::nullopt;
   }
+  // Every field through a structured binding of all of them: a field added
+  // to MaskSpec (a new rule) makes the binding fail to compile until it is
+  // mapped here too (and so has a place in rlx_mask_spec).
   rlx::MaskSpec spec;
-  spec.kind = *kind;
-  spec.window = m.window;
-  spec.past = m.past;
-  spec.upper = m.upper;
-  spec.data = m.data;
-  spec.shape = ToShape(m.shape);
-  spec.strides = ToStrides(m.strides);
-  spec.query_offsets = m.query_offsets;
-  spec.window_keys = m.window_keys;
-  spec.chunk = m.chunk;
-  spec.sink_keys = m.sink_keys;
-  spec.prefix_end = m.prefix_end;
-  spec.q_segment = m.q_segment;
-  spec.k_segment = m.k_segment;
-  spec.q_position = m.q_position;
-  spec.k_position = m.k_position;
-  spec.dense = *dense;
+  auto& [kind_, window, past, upper, data, shape, strides, query_offsets,
+         window_keys, chunk, sink_keys, prefix_end, q_segment, k_segment,
+         q_position, k_position, dense_] = spec;
+  kind_ = *kind;
+  window = m.window;
+  past = m.past;
+  upper = m.upper;
+  data = m.data;
+  shape = ToShape(m.shape);
+  strides = ToStrides(m.strides);
+  query_offsets = m.query_offsets;
+  window_keys = m.window_keys;
+  chunk = m.chunk;
+  sink_keys = m.sink_keys;
+  prefix_end = m.prefix_end;
+  q_segment = m.q_segment;
+  k_segment = m.k_segment;
+  q_position = m.q_position;
+  k_position = m.k_position;
+  dense_ = *dense;
   return spec;
 }
 
@@ -242,16 +248,20 @@ std::optional<rlx::SoftmaxOptions> ToOptions(
   rlx_softmax_options o;
   rlx_softmax_options_init(&o);
   if (!ReadSized(function, "options", options, o)) return std::nullopt;
+  // Every field, bound as in ToMask: a new option fails to compile until
+  // it is mapped here.
   rlx::SoftmaxOptions result;
-  result.scale = o.scale;
-  result.softcap = o.softcap;
-  result.sink_logits = o.sink_logits;
-  result.alibi_slopes = o.alibi_slopes;
-  result.row_lse = o.row_lse;
+  auto& [scale, softcap, sink_logits, alibi_slopes, row_lse, zero_masked] =
+      result;
+  scale = o.scale;
+  softcap = o.softcap;
+  sink_logits = o.sink_logits;
+  alibi_slopes = o.alibi_slopes;
+  row_lse = o.row_lse;
   // Read as a byte: a C caller may store any value in a bool's storage.
-  unsigned char zero_masked;
-  std::memcpy(&zero_masked, &o.zero_masked, 1);
-  result.zero_masked = zero_masked != 0;
+  unsigned char zero_masked_byte;
+  std::memcpy(&zero_masked_byte, &o.zero_masked, 1);
+  zero_masked = zero_masked_byte != 0;
   return result;
 }
 

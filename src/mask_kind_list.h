@@ -3,9 +3,10 @@
 // that the C mapping (src/c_api.cc), the fuzzer (tests/fuzz/) and the
 // bindings' checks come from. Adding a kind: add its enumerator to
 // scores.h, its row here and its constant to include/rlx/rlx_attn_mask.h;
-// every switch over the list has no `default:`, so -Wswitch names each place
-// that does not handle it yet, and the static_asserts below fail until the
-// list matches the enum.
+// every switch over the list has no `default:`, and the library, tests and
+// fuzzer build with -Werror=switch, so each place that does not handle it
+// yet fails the build, and the static_asserts below fail until the list
+// matches the enum.
 #ifndef RLX_SRC_MASK_KIND_LIST_H_
 #define RLX_SRC_MASK_KIND_LIST_H_
 
@@ -80,8 +81,9 @@ constexpr const char* NameOf(DenseKind kind) {
 
 // The rows are the enumerators 0, 1, ..., n - 1 in order, so that a value
 // below the count is a listed kind (the fuzzer and the C mapping rely on
-// it). An enumerator missing from the list makes the switches above warn
-// (-Wswitch).
+// it). An enumerator missing from the list (appended after the last row,
+// say) leaves a case out of the switches above: a build error
+// (-Werror=switch).
 template <class Enum, std::size_t N>
 constexpr bool InOrder(const Enum (&all)[N]) {
   for (std::size_t i = 0; i < N; ++i) {

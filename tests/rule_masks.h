@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rlx/scores.h"
+#include "src/mask_kind_list.h"
 
 namespace rlx::testing {
 
@@ -34,9 +35,57 @@ inline Shape4 DenseShape(std::mt19937_64& rng, const Shape4& s) {
   return {pick(s.batch), pick(s.heads), pick(s.q_len), s.k_len};
 }
 
+// Random data for a dense part of kind `dense` (not kNone) with extents
+// `ds`, kept in `rm`: the kind alone (`alone`, a dense MaskKind) or on top
+// of the rules of `m`. Keep masks keep about 70% (bits: 25% or 75%), f32
+// keeps have NaN entries (kept: nonzero), biases -inf entries.
+inline MaskSpec RandomDense(std::mt19937_64& rng, DenseKind dense,
+                            const Shape4& ds, bool alone, const MaskSpec& m,
+                            RuleMask& rm) {
+  const auto chance = [&](int percent) {
+    return static_cast<int>(rng() % 100) < percent;
+  };
+  const std::size_t elems = ds.batch * ds.heads * ds.q_len * ds.k_len;
+  switch (dense) {
+    case DenseKind::kKeepF32:
+      rm.keep_f32.resize(elems);
+      for (auto& v : rm.keep_f32) {
+        v = chance(5) ? std::nanf("") : chance(70) ? 1.0f : 0.0f;
+      }
+      return alone ? MaskSpec::keep(rm.keep_f32.data(), ds)
+                   : m.with_keep(rm.keep_f32.data(), ds);
+    case DenseKind::kKeepU8:
+      rm.keep_u8.resize(elems);
+      for (auto& v : rm.keep_u8) v = chance(70) ? (chance(50) ? 1 : 3) : 0;
+      return alone ? MaskSpec::keep(rm.keep_u8.data(), ds)
+                   : m.with_keep(rm.keep_u8.data(), ds);
+    case DenseKind::kKeepBits: {
+      const std::size_t words = (ds.k_len + 63) / 64;
+      rm.keep_bits.resize(ds.batch * ds.heads * ds.q_len * words);
+      const bool sparse = chance(50);
+      for (auto& v : rm.keep_bits) v = sparse ? rng() & rng() : rng() | rng();
+      return alone ? MaskSpec::keep_bits(rm.keep_bits.data(), ds)
+                   : m.with_keep_bits(rm.keep_bits.data(), ds);
+    }
+    case DenseKind::kBias:
+      rm.bias.resize(elems);
+      for (auto& v : rm.bias) {
+        v = chance(12) ? -std::numeric_limits<float>::infinity()
+                       : static_cast<float>(rng() % 9) - 4.0f;
+      }
+      return alone ? MaskSpec::bias(rm.bias.data(), ds)
+                   : m.with_bias(rm.bias.data(), ds);
+    case DenseKind::kNone:
+      break;
+  }
+  return m;
+}
+
 // A random combination of the rules (and of the kinds they sit on) for
-// scores of shape `s`. `rm` must not move afterwards (the mask points into
-// it).
+// scores of shape `s`. The kind and the dense part are drawn from the one
+// list (src/mask_kind_list.h), through switches without `default`: a kind
+// added there is drawn here, and -Werror=switch fails the build until it is
+// handled. `rm` must not move afterwards (the mask points into it).
 inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   const auto chance = [&](int percent) {
     return static_cast<int>(rng() % 100) < percent;
@@ -48,50 +97,35 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   std::string& name = rm.name;
   MaskSpec& m = rm.mask;
-  switch (rng() % 8) {
-    case 0:
-      m = MaskSpec::none(), name = "none";
+  const MaskKind kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
+  name = kinds::NameOf(kind);
+  switch (kind) {
+    case MaskKind::kNone:
+      m = MaskSpec::none();
       break;
-    case 1:
-    case 2:
-      m = MaskSpec::causal(), name = "causal";
+    case MaskKind::kCausal:
+      m = MaskSpec::causal();
       break;
-    case 3: {
+    case MaskKind::kSlidingWindow: {
       const std::size_t w = below(s.k_len + 2);
-      m = MaskSpec::sliding_window(w),
-      name = "sliding_window(" + std::to_string(w) + ")";
+      m = MaskSpec::sliding_window(w), name += "(" + std::to_string(w) + ")";
       break;
     }
-    case 4: {
+    case MaskKind::kDecode: {
       const std::size_t upper = s.k_len - 1, past = below(upper + 1);
       const std::size_t w = chance(50) ? 0 : below(s.k_len + 1);
       m = MaskSpec::decode(past, upper, w);
-      name = "decode(" + std::to_string(past) + "," + std::to_string(upper) +
-             "," + std::to_string(w) + ")";
+      name += "(" + std::to_string(past) + "," + std::to_string(upper) + "," +
+              std::to_string(w) + ")";
       break;
     }
-    case 5:
-      rm.keep_u8.resize(s.batch * s.heads * s.q_len * s.k_len);
-      for (auto& v : rm.keep_u8) v = chance(70) ? 1 : 0;
-      m = MaskSpec::keep(rm.keep_u8.data(), s), name = "keep_u8";
+    case MaskKind::kKeepF32:
+    case MaskKind::kKeepU8:
+    case MaskKind::kBias:
+    case MaskKind::kKeepBits:
+      m = RandomDense(rng, MaskSpec::dense_kind_of(kind), DenseShape(rng, s),
+                      /*alone=*/true, m, rm);
       break;
-    case 6: {
-      const Shape4 ds = DenseShape(rng, s);
-      rm.bias.resize(ds.batch * ds.heads * ds.q_len * ds.k_len);
-      for (auto& v : rm.bias) {
-        v = chance(15) ? -std::numeric_limits<float>::infinity()
-                       : static_cast<float>(rng() % 9) - 4.0f;
-      }
-      m = MaskSpec::bias(rm.bias.data(), ds), name = "bias";
-      break;
-    }
-    default: {
-      const Shape4 ds = DenseShape(rng, s);
-      const std::size_t words = (s.k_len + 63) / 64;
-      rm.keep_bits.resize(ds.batch * ds.heads * ds.q_len * words);
-      for (auto& v : rm.keep_bits) v = rng() & rng();
-      m = MaskSpec::keep_bits(rm.keep_bits.data(), ds), name = "keep_bits";
-    }
   }
   if (chance(30)) {
     rm.query_offsets.resize(s.batch);
@@ -140,41 +174,13 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
     name += std::string("+positions(") + (q_pos ? "q" : "") +
             (k_pos ? "k" : "") + ")";
   }
-  // A dense part on top of a structured kind.
-  const bool dense_kind = m.kind == MaskKind::kKeepU8 ||
-                          m.kind == MaskKind::kBias ||
-                          m.kind == MaskKind::kKeepBits;
-  if (!dense_kind && chance(35)) {
-    const Shape4 ds = DenseShape(rng, s);
-    const std::size_t elems = ds.batch * ds.heads * ds.q_len * ds.k_len;
-    switch (rng() % 4) {
-      case 0:
-        rm.keep_f32.resize(elems);
-        for (auto& v : rm.keep_f32) {
-          v = chance(5) ? std::nanf("") : chance(70) ? 1.0f : 0.0f;
-        }
-        m = m.with_keep(rm.keep_f32.data(), ds), name += "+keep_f32";
-        break;
-      case 1:
-        rm.keep_u8.resize(elems);
-        for (auto& v : rm.keep_u8) v = chance(70) ? 3 : 0;
-        m = m.with_keep(rm.keep_u8.data(), ds), name += "+keep_u8";
-        break;
-      case 2: {
-        const std::size_t words = (s.k_len + 63) / 64;
-        rm.keep_bits.resize(ds.batch * ds.heads * ds.q_len * words);
-        for (auto& v : rm.keep_bits) v = rng() | rng();
-        m = m.with_keep_bits(rm.keep_bits.data(), ds), name += "+keep_bits";
-        break;
-      }
-      default:
-        rm.bias.resize(elems);
-        for (auto& v : rm.bias) {
-          v = chance(10) ? -std::numeric_limits<float>::infinity()
-                         : static_cast<float>(rng() % 7) - 3.0f;
-        }
-        m = m.with_bias(rm.bias.data(), ds), name += "+bias";
-    }
+  // A dense part on top of a structured kind: any of the list but kNone.
+  static_assert(kinds::kAllDenseKinds[0] == DenseKind::kNone);
+  if (MaskSpec::dense_kind_of(kind) == DenseKind::kNone && chance(35)) {
+    const DenseKind dense =
+        kinds::kAllDenseKinds[1 + rng() % (kinds::kDenseKindCount - 1)];
+    m = RandomDense(rng, dense, DenseShape(rng, s), /*alone=*/false, m, rm);
+    name += std::string("+") + kinds::NameOf(dense);
   }
 }
 

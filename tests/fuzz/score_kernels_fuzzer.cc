@@ -160,7 +160,8 @@ Case Decode(Reader& r) {
   Case c;
   c.type = static_cast<ScoreType>(r.Pick(3));
   // Every kind of the one list (src/mask_kind_list.h), never a hard-coded
-  // count; the switch below has no default, so -Wswitch names a new kind.
+  // count; the switch below has no default, so -Werror=switch fails
+  // the build on a new kind.
   const MaskKind kind = kinds::kAllMaskKinds[r.Pick(kinds::kMaskKindCount)];
   c.shape = {1 + r.Pick(3), 1 + r.Pick(3), 1 + r.Pick(4), 1 + r.Pick(80)};
   if (r.Byte() == 0x80) c.shape.k_len += r.Pick(2000);  // sometimes long
