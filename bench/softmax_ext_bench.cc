@@ -15,9 +15,14 @@
 //   split_row_parallel_merge/D3/<target>/threads:2  likewise, but each
 //       thread rescales its own part (a second round): the merge needs
 //       only the other part's lse (given with a one-key stand-in view)
+//   masked_softmax/D1head16/<target>, .../D1head301/<target>  the first 16
+//       (one AVX3 vector) or 301 (D1's kept count) keys of each D1 row, as
+//       a strided view with no mask: a row's fixed cost, and its cost with
+//       D1's kept keys but no Decode token segment and no fill
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -45,6 +50,23 @@ void BM_WithOptions(benchmark::State& state, const Workload* w,
     benchmark::ClobberMemory();
   }
   SetScoreCounters(state, *w);
+}
+
+// The first `keys` keys of each row of w, unmasked (D1head16, D1head301).
+void BM_RowHead(benchmark::State& state, const Workload* w,
+                const std::string& target, std::size_t keys) {
+  TargetScope scope(target);
+  const ScoreView all = FreshScores(*w);
+  Shape4 head = w->shape;
+  head.k_len = std::min(keys, w->shape.k_len);
+  const ScoreView view =
+      ScoreView::f32(static_cast<float*>(all.data), head, all.strides);
+  for (auto _ : state) {
+    masked_softmax(view, MaskSpec::none());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(head.rows() * head.k_len),
+              sizeof(float), static_cast<double>(head.rows() * head.k_len));
 }
 
 // Per head, for the whole process (the options point into them).
@@ -146,6 +168,13 @@ void Register(const Workload& w, const std::string& target) {
     sinks.sink_logits = Sinks().data();
     Add(w, target, "D2sink", Data(w).mask, sinks);
     Add(w, target, "D2keptonly", Data(w).mask, kept_only);
+  } else if (w.name == "D1") {
+    for (const std::size_t keys : {std::size_t{16}, std::size_t{301}}) {
+      const std::string name = "D1head" + std::to_string(keys);
+      Configure(benchmark::RegisterBenchmark(
+          BenchName({"masked_softmax", name, target}).c_str(), BM_RowHead, &w,
+          target, keys));
+    }
   } else if (w.name == "D2full") {
     Add(w, target, "D2fullkeptonly", Data(w).mask, kept_only);
   } else if (w.name == "P4") {

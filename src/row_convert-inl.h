@@ -168,6 +168,11 @@ constexpr bool kMaskedTails = HWY_TARGET == HWY_AVX3 ||
 // takes these keys first as one partial (masked) vector makes every later
 // full vector aligned. AVX2's 32-byte vectors split on every other unaligned
 // access only, and its masked store is slow: there the head did not pay.
+// Nor does it below 4 vectors: a short run (a 16-key row) then takes a head
+// and a tail partial instead of one split access per vector. Measured (AVX3,
+// docs/PERFORMANCE.md): rows of 16 keys 0.68x the time without the head;
+// raising the bound to 32 vectors gained D1's 300-key rows 2%, within noise,
+// and was not kept.
 template <ScoreType kType, class D, typename T>
 HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
   if constexpr (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) {
@@ -175,7 +180,7 @@ HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
     const std::uintptr_t address = reinterpret_cast<std::uintptr_t>(p);
     const std::size_t N = hn::Lanes(d);
     const std::size_t misalign = (address / sizeof(T)) % N;
-    if (address % sizeof(T) != 0 || misalign == 0) return 0;
+    if (n < 4 * N || address % sizeof(T) != 0 || misalign == 0) return 0;
     return std::min(n, N - misalign);
   } else {
     (void)d, (void)p, (void)n;
