@@ -5,7 +5,9 @@
 #define RLX_TESTS_RULE_MASKS_H_
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -81,12 +83,51 @@ inline MaskSpec RandomDense(std::mt19937_64& rng, DenseKind dense,
   return m;
 }
 
-// A random combination of the rules (and of the kinds they sit on) for
-// scores of shape `s`. The kind and the dense part are drawn from the one
-// list (src/mask_kind_list.h), through switches without `default`: a kind
-// added there is drawn here, and -Werror=switch fails the build until it is
-// handled. `rm` must not move afterwards (the mask points into it).
-inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
+// Which rules a mask combines: a kind, a set of RuleBits, and a dense part
+// on top (kNone, or any dense kind for a structured kind).
+enum RuleBit : unsigned {
+  kQueryOffsets = 1u << 0,
+  kWindowKeys = 1u << 1,
+  kChunk = 1u << 2,
+  kSinkKeys = 1u << 3,
+  kPrefix = 1u << 4,
+  kSegments = 1u << 5,
+  kQPositions = 1u << 6,
+  kKPositions = 1u << 7,
+};
+inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
+struct RuleCombination {
+  MaskKind kind = MaskKind::kNone;
+  unsigned rules = 0;
+  DenseKind dense = DenseKind::kNone;
+};
+
+// Every combination, in a fixed order: each kind of the one list
+// (src/mask_kind_list.h) with every subset of the rules, and for the
+// structured kinds every dense part of the list on top.
+inline std::vector<RuleCombination> EveryRuleCombination() {
+  std::vector<RuleCombination> all;
+  for (const MaskKind kind : kinds::kAllMaskKinds) {
+    for (unsigned rules = 0; rules < kRuleSets; ++rules) {
+      if (MaskSpec::dense_kind_of(kind) != DenseKind::kNone) {
+        all.push_back({kind, rules, DenseKind::kNone});
+        continue;
+      }
+      for (const DenseKind dense : kinds::kAllDenseKinds) {
+        all.push_back({kind, rules, dense});
+      }
+    }
+  }
+  return all;
+}
+
+// The mask of combination `c` for scores of shape `s`, with random values
+// for the rules it has (and random arrays for them, kept in `rm`). The kind
+// and the dense part go through switches without `default`: a kind added to
+// the list fails the build (-Werror=switch) until it is handled here. `rm`
+// must not move afterwards (the mask points into it).
+inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
+                    const RuleCombination& c, RuleMask& rm) {
   const auto chance = [&](int percent) {
     return static_cast<int>(rng() % 100) < percent;
   };
@@ -97,9 +138,8 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   std::string& name = rm.name;
   MaskSpec& m = rm.mask;
-  const MaskKind kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
-  name = kinds::NameOf(kind);
-  switch (kind) {
+  name = kinds::NameOf(c.kind);
+  switch (c.kind) {
     case MaskKind::kNone:
       m = MaskSpec::none();
       break;
@@ -123,35 +163,35 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
     case MaskKind::kKeepU8:
     case MaskKind::kBias:
     case MaskKind::kKeepBits:
-      m = RandomDense(rng, MaskSpec::dense_kind_of(kind), DenseShape(rng, s),
+      m = RandomDense(rng, MaskSpec::dense_kind_of(c.kind), DenseShape(rng, s),
                       /*alone=*/true, m, rm);
       break;
   }
-  if (chance(30)) {
+  if (c.rules & kQueryOffsets) {
     rm.query_offsets.resize(s.batch);
     for (auto& v : rm.query_offsets) v = position(-n, n);
     m = m.with_query_offsets(rm.query_offsets.data());
     name += "+query_offsets";
   }
-  if (chance(35)) {
+  if (c.rules & kWindowKeys) {
     const std::size_t w = 1 + below(s.k_len + 1);
     m = m.with_window_keys(w),
     name += "+window_keys(" + std::to_string(w) + ")";
   }
-  if (chance(35)) {
-    const std::size_t c = 1 + below(s.k_len + 1);
-    m = m.with_chunk(c), name += "+chunk(" + std::to_string(c) + ")";
+  if (c.rules & kChunk) {
+    const std::size_t ch = 1 + below(s.k_len + 1);
+    m = m.with_chunk(ch), name += "+chunk(" + std::to_string(ch) + ")";
   }
-  if (chance(30)) {
+  if (c.rules & kSinkKeys) {
     const std::size_t sk = 1 + below(4);
     m = m.with_sink_keys(sk), name += "+sink_keys(" + std::to_string(sk) + ")";
   }
-  if (chance(25)) {
+  if (c.rules & kPrefix) {
     rm.prefix_end.resize(s.batch);
     for (auto& v : rm.prefix_end) v = position(-2, n + 2);
     m = m.with_prefix(rm.prefix_end.data()), name += "+prefix";
   }
-  if (chance(30)) {
+  if (c.rules & kSegments) {
     rm.q_segment.resize(s.batch * s.q_len);
     rm.k_segment.resize(s.batch * s.k_len);
     for (auto& v : rm.q_segment) v = static_cast<std::int32_t>(rng() % 3);
@@ -159,7 +199,7 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
     m = m.with_segments(rm.q_segment.data(), rm.k_segment.data());
     name += "+segments";
   }
-  const bool q_pos = chance(25), k_pos = chance(25);
+  const bool q_pos = c.rules & kQPositions, k_pos = c.rules & kKPositions;
   if (q_pos) {
     rm.q_position.resize(s.batch * s.q_len);
     for (auto& v : rm.q_position) v = position(-3, n + 3);
@@ -174,14 +214,29 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
     name += std::string("+positions(") + (q_pos ? "q" : "") +
             (k_pos ? "k" : "") + ")";
   }
-  // A dense part on top of a structured kind: any of the list but kNone.
-  static_assert(kinds::kAllDenseKinds[0] == DenseKind::kNone);
-  if (MaskSpec::dense_kind_of(kind) == DenseKind::kNone && chance(35)) {
-    const DenseKind dense =
-        kinds::kAllDenseKinds[1 + rng() % (kinds::kDenseKindCount - 1)];
-    m = RandomDense(rng, dense, DenseShape(rng, s), /*alone=*/false, m, rm);
-    name += std::string("+") + kinds::NameOf(dense);
+  if (c.dense != DenseKind::kNone) {
+    m = RandomDense(rng, c.dense, DenseShape(rng, s), /*alone=*/false, m, rm);
+    name += std::string("+") + kinds::NameOf(c.dense);
   }
+}
+
+// A random combination (RulesOf): a kind of the list, each rule with its
+// own chance, and for a structured kind a dense part of the list in 35%.
+inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
+  const auto chance = [&](int percent) {
+    return static_cast<int>(rng() % 100) < percent;
+  };
+  RuleCombination c;
+  c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
+  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25};  // per RuleBit
+  for (unsigned bit = 0; bit < std::size(percent); ++bit) {
+    if (chance(percent[bit])) c.rules |= 1u << bit;
+  }
+  static_assert(kinds::kAllDenseKinds[0] == DenseKind::kNone);
+  if (MaskSpec::dense_kind_of(c.kind) == DenseKind::kNone && chance(35)) {
+    c.dense = kinds::kAllDenseKinds[1 + rng() % (kinds::kDenseKindCount - 1)];
+  }
+  RulesOf(rng, s, c, rm);
 }
 
 }  // namespace rlx::testing
