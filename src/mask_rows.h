@@ -231,19 +231,40 @@ struct RowKeepCache {
   std::size_t b = 0, q = 0, m = 0;
 };
 
+// The keep byte of each of the n slots at `positions`: 1 where the slot's
+// position is in the row's base range [base_begin, base_end) or its sink
+// range [0, sink_end), else 0 (an empty slot, < 0, is in neither). The
+// kernels pass a per-target vector version of it (src/position_keep-inl.h)
+// that computes the same bytes; this one serves the rest and its tails.
+using PositionKeepFn = void (*)(const std::int64_t* positions, std::size_t n,
+                                std::int64_t base_begin, std::int64_t base_end,
+                                std::int64_t sink_end, std::uint8_t* bytes);
+inline void PositionKeepBytes(const std::int64_t* positions, std::size_t n,
+                              std::int64_t base_begin, std::int64_t base_end,
+                              std::int64_t sink_end, std::uint8_t* bytes) {
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t p = positions[k];
+    bytes[k] = static_cast<std::uint8_t>((p >= base_begin && p < base_end) |
+                                         (p >= 0 && p < sink_end));
+  }
+}
+
 // Per-element rules of row (b, h, q) inside its intervals `kept`: the byte
 // of key k, bytes[k - origin] (for k in the intervals, all >= origin),
 // becomes 1 where the key is kept by the position rules (explicit key
 // positions), its segment and the dense keep part, 0 elsewhere. Bytes
 // outside the intervals are not written. One simple loop per rule, which
-// the compiler vectorises. `cache` (may be null: always computed) skips
-// the work when the buffer already holds this row's bytes; returns whether
-// the bytes were computed.
+// the compiler vectorises at the baseline ISA this header is compiled for,
+// except the int64 compares of explicit positions: those go through
+// `position_keep` (the kernels pass their target's vector version). `cache`
+// (may be null: always computed) skips the work when the buffer already holds
+// this row's bytes; returns whether the bytes were computed.
 inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
                          const RowIndex& i, std::size_t q_len,
                          std::size_t k_len, const KeptKeys& kept,
                          std::uint8_t* bytes, std::size_t origin,
-                         RowKeepCache* cache) {
+                         RowKeepCache* cache,
+                         PositionKeepFn position_keep = &PositionKeepBytes) {
   const std::size_t m = RowOffset(mask.shape, mask.strides, i);
   if (cache != nullptr) {
     if (cache->valid && cache->b == i.b && cache->q == i.q && cache->m == m) {
@@ -274,12 +295,8 @@ inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
     const std::size_t begin = kept.intervals[j].begin;
     const std::size_t end = kept.intervals[j].end;
     if (positions != nullptr) {
-      // An empty slot (< 0) is below both ranges' begin of 0.
-      for (std::size_t k = begin; k < end; ++k) {
-        const std::int64_t p = positions[k];
-        bytes[k - origin] = static_cast<std::uint8_t>(
-            (p >= base_begin && p < base_end) | (p >= 0 && p < sink_end));
-      }
+      position_keep(positions + begin, end - begin, base_begin, base_end,
+                    sink_end, bytes + (begin - origin));
     } else {
       std::memset(bytes + (begin - origin), 1, end - begin);
     }

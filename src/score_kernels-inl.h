@@ -32,6 +32,7 @@
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
 #include "src/mask_rows.h"
+#include "src/position_keep-inl.h"
 #include "src/row_convert-inl.h"
 #include "src/row_prefetch.h"
 #include "src/softmax_exp-inl.h"
@@ -406,7 +407,8 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                                                 kKeepTileKeys;
     if (rules.per_element && one_tile) {
       detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, keep_bytes,
-                           kept.intervals[0].begin, &keep_cache);
+                           kept.intervals[0].begin, &keep_cache,
+                           &PositionKeepBytes);
     } else {
       keep_cache.valid = false;
     }
@@ -424,7 +426,8 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
         if (!one_tile) {
           detail::RowKeepBytes(mask, rules, i, shape.q_len, n,
                                KeptKeys{{KeyInterval{t, t + len}}, 1},
-                               keep_bytes, t, /*cache=*/nullptr);
+                               keep_bytes, t, /*cache=*/nullptr,
+                               &PositionKeepBytes);
           at = 0;
         }
         ApplyKeepRow<kType>(df, KeepU8Source{keep_bytes + at}, s + t, len,
@@ -811,7 +814,7 @@ struct KeepTileFill {
   void operator()(std::size_t begin, std::size_t end) const {
     const KeptKeys tile{{KeyInterval{begin, end}}, 1};
     detail::RowKeepBytes(*mask, *rules, row, q_len, k_len, tile, bytes, begin,
-                         /*cache=*/nullptr);
+                         /*cache=*/nullptr, &PositionKeepBytes);
   }
 };
 
@@ -1175,7 +1178,8 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     if (read_bytes) {
       if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
         if (detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
-                                 keep_bytes, origin, &keep_cache)) {
+                                 keep_bytes, origin, &keep_cache,
+                                 &PositionKeepBytes)) {
           narrowed = detail::NarrowToKeptBytes(kept, keep_bytes, origin,
                                                &narrowed_all_kept);
         }
