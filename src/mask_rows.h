@@ -232,20 +232,22 @@ struct RowKeepCache {
 };
 
 // The keep byte of each of the n slots at `positions`: 1 where the slot's
-// position is in the row's base range [base_begin, base_end) or its sink
-// range [0, sink_end), else 0 (an empty slot, < 0, is in neither). The
+// position is in the row's base range [base_begin, base_last] or its sink
+// range [0, sink_last], else 0 (an empty slot, < 0, is in neither). The
+// bounds are inclusive so that a key at INT64_MAX can be kept (an exclusive
+// end would need INT64_MAX + 1); an empty range has last < begin. The
 // kernels pass a per-target vector version of it (src/position_keep-inl.h)
 // that computes the same bytes; this one serves the rest and its tails.
 using PositionKeepFn = void (*)(const std::int64_t* positions, std::size_t n,
-                                std::int64_t base_begin, std::int64_t base_end,
-                                std::int64_t sink_end, std::uint8_t* bytes);
+                                std::int64_t base_begin, std::int64_t base_last,
+                                std::int64_t sink_last, std::uint8_t* bytes);
 inline void PositionKeepBytes(const std::int64_t* positions, std::size_t n,
-                              std::int64_t base_begin, std::int64_t base_end,
-                              std::int64_t sink_end, std::uint8_t* bytes) {
+                              std::int64_t base_begin, std::int64_t base_last,
+                              std::int64_t sink_last, std::uint8_t* bytes) {
   for (std::size_t k = 0; k < n; ++k) {
     const std::int64_t p = positions[k];
-    bytes[k] = static_cast<std::uint8_t>((p >= base_begin && p < base_end) |
-                                         (p >= 0 && p < sink_end));
+    bytes[k] = static_cast<std::uint8_t>((p >= base_begin && p <= base_last) |
+                                         (p >= 0 && p <= sink_last));
   }
 }
 
@@ -272,18 +274,20 @@ inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
     }
     *cache = {true, i.b, i.q, m};
   }
-  // Bounds as int64: a kept position is in [0, INT64_MAX].
+  // Inclusive int64 bounds: a kept position is in [0, INT64_MAX], and an
+  // empty range becomes last = -1 < begin.
   const auto bound = [](__int128 v) {
     return static_cast<std::int64_t>(
-        std::clamp<__int128>(v, 0, std::numeric_limits<std::int64_t>::max()));
+        std::clamp<__int128>(v, -1, std::numeric_limits<std::int64_t>::max()));
   };
-  std::int64_t base_begin = 0, base_end = 0, sink_end = 0;
+  std::int64_t base_begin = 0, base_last = -1, sink_last = -1;
   if (r.explicit_keys) {
     const PositionRanges ranges = RowPositionRanges(
         mask, r, i.b, QueryPosition(mask, i.b, i.q, q_len, k_len));
-    base_begin = bound(ranges.base_begin);
-    base_end = bound(ranges.base_end);
-    sink_end = bound(ranges.sink_end);
+    // begin <= p_q <= INT64_MAX for every rule (RowPositionRanges).
+    base_begin = bound(std::max<__int128>(ranges.base_begin, 0));
+    base_last = bound(ranges.base_end - 1);
+    sink_last = bound(ranges.sink_end - 1);
   }
   const std::int64_t* positions =
       r.explicit_keys ? mask.k_position + i.b * k_len : nullptr;
@@ -295,8 +299,8 @@ inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
     const std::size_t begin = kept.intervals[j].begin;
     const std::size_t end = kept.intervals[j].end;
     if (positions != nullptr) {
-      position_keep(positions + begin, end - begin, base_begin, base_end,
-                    sink_end, bytes + (begin - origin));
+      position_keep(positions + begin, end - begin, base_begin, base_last,
+                    sink_last, bytes + (begin - origin));
     } else {
       std::memset(bytes + (begin - origin), 1, end - begin);
     }

@@ -24,32 +24,34 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 // The same bytes as detail::PositionKeepBytes, which also takes the tail of
-// fewer than one vector: 1 where base_begin <= p < base_end or
-// 0 <= p < sink_end.
+// fewer than one vector: 1 where base_begin <= p <= base_last or
+// 0 <= p <= sink_last.
 inline void PositionKeepBytes(const std::int64_t* positions, std::size_t n,
-                              std::int64_t base_begin, std::int64_t base_end,
-                              std::int64_t sink_end, std::uint8_t* bytes) {
+                              std::int64_t base_begin, std::int64_t base_last,
+                              std::int64_t sink_last, std::uint8_t* bytes) {
   const hn::ScalableTag<std::int64_t> d;
   const hn::RebindToUnsigned<decltype(d)> du;
   const hn::Rebind<std::uint8_t, decltype(d)> d8;
   const std::size_t N = hn::Lanes(d);
-  // p >= x as p > x - 1 (Highway has no int64 Ge on every target); the
-  // bounds are >= 0, so x - 1 does not overflow.
+  // p >= x as p > x - 1 and p <= y as !(p > y) (Highway has no int64 Ge or
+  // Le on every target); begin >= 0, so begin - 1 does not overflow, and
+  // last may be INT64_MAX.
   const auto above_begin = hn::Set(d, base_begin - 1);
-  const auto end = hn::Set(d, base_end);
-  const auto above_zero = hn::Set(d, -1), sink = hn::Set(d, sink_end);
+  const auto last = hn::Set(d, base_last);
+  const auto above_zero = hn::Set(d, -1), sink = hn::Set(d, sink_last);
   const auto one = hn::Set(du, 1);
   std::size_t k = 0;
   for (; k + N <= n; k += N) {
     const auto p = hn::LoadU(d, positions + k);
-    const auto kept = hn::Or(hn::And(hn::Gt(p, above_begin), hn::Lt(p, end)),
-                             hn::And(hn::Gt(p, above_zero), hn::Lt(p, sink)));
+    const auto kept =
+        hn::Or(hn::AndNot(hn::Gt(p, last), hn::Gt(p, above_begin)),
+               hn::AndNot(hn::Gt(p, sink), hn::Gt(p, above_zero)));
     hn::StoreU(
         hn::TruncateTo(d8, hn::IfThenElseZero(hn::RebindMask(du, kept), one)),
         d8, bytes + k);
   }
-  detail::PositionKeepBytes(positions + k, n - k, base_begin, base_end,
-                            sink_end, bytes + k);
+  detail::PositionKeepBytes(positions + k, n - k, base_begin, base_last,
+                            sink_last, bytes + k);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -211,21 +211,22 @@ struct ImplicitKeyDistance {
 
 // The same over explicit key positions (k_position): each key's distance is
 // read per element into a vector on the stack (positions are int64, and
-// such rows are decided per element anyway). `limit` bounds the keys a tail
-// may read.
+// such rows are decided per element anyway). The distance is exact in
+// uint64 (any two int64 differ by less than 2^64) and rounded to f32 once,
+// so positions beyond 2^53 keep it. `limit` bounds the keys a tail may read.
 struct ExplicitKeyDistance {
-  double p_q;
+  std::int64_t p_q;
   const std::int64_t* HWY_RESTRICT k_position;
   std::size_t limit;
   template <class DF>
   HWY_INLINE hn::Vec<DF> At(DF df, std::size_t k) const {
     HWY_ALIGN float distance[hn::MaxLanes(df)];
     const std::size_t N = hn::Lanes(df);
+    const auto q = static_cast<std::uint64_t>(p_q);
     for (std::size_t i = 0; i < N; ++i) {
-      distance[i] = i < limit
-                        ? static_cast<float>(std::fabs(
-                              p_q - static_cast<double>(k_position[k + i])))
-                        : 0.0f;
+      const std::int64_t p_k = i < limit ? k_position[k + i] : p_q;
+      const auto key = static_cast<std::uint64_t>(p_k);
+      distance[i] = static_cast<float>(p_q >= p_k ? q - key : key - q);
     }
     return hn::Load(df, distance);
   }
@@ -343,17 +344,25 @@ HWY_INLINE void FillRun(Elem<kType>* HWY_RESTRICT s, std::size_t begin,
   StoreRun(d, hn::Set(d, value), s, begin, end);
 }
 
-// The masked complement of `kept` within [0, n) becomes `value`.
+// The keys of `outer` outside `inner` become `value` (both sorted,
+// disjoint; every interval of inner lies within one of outer).
 template <ScoreType kType>
-HWY_INLINE void FillMasked(Elem<kType>* HWY_RESTRICT s, std::size_t n,
-                           const KeptKeys& kept, Elem<kType> value) {
-  std::size_t next = 0;
-  for (std::size_t i = 0; i < kept.count; ++i) {
-    FillRun<kType>(s, next, kept.intervals[i].begin, value);
-    next = kept.intervals[i].end;
+HWY_INLINE void FillMasked(Elem<kType>* HWY_RESTRICT s, const KeptKeys& outer,
+                           const KeptKeys& inner, Elem<kType> value) {
+  std::size_t j = 0;
+  for (std::size_t o = 0; o < outer.count; ++o) {
+    std::size_t next = outer.intervals[o].begin;
+    const std::size_t end = outer.intervals[o].end;
+    for (; j < inner.count && inner.intervals[j].begin < end; ++j) {
+      FillRun<kType>(s, next, inner.intervals[j].begin, value);
+      next = inner.intervals[j].end;
+    }
+    FillRun<kType>(s, next, end, value);
   }
-  FillRun<kType>(s, next, n, value);
 }
+
+// The whole row [0, n) as intervals.
+inline KeptKeys WholeRow(std::size_t n) { return {{KeyInterval{0, n}}, 1}; }
 
 template <ScoreType kType>
 void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
@@ -399,7 +408,7 @@ void ApplyMaskRows(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
     }
     const KeptKeys kept =
         detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
-    FillMasked<kType>(s, n, kept, fill);
+    FillMasked<kType>(s, WholeRow(n), kept, fill);
     // Rows whose kept keys span one tile take their bytes in one piece
     // (shared by the heads whose bytes coincide); longer ones per tile.
     const bool one_tile = kept.count > 0 && kept.intervals[kept.count - 1].end -
@@ -481,15 +490,12 @@ HWY_INLINE Source ForSegment(const Source& src, const Segment<kType>& seg) {
   }
 }
 
-// What pass 1 takes the maximum of. kRaw: the score itself (kNegated: its
-// negation), which suffices without a bias: rounding is monotone, so
-// fl(scale * max x) = max fl(scale * x) for scale >= 0 (min x for scale < 0),
-// and so is the softcap, applied to the maximum alone. kTransformed: the
-// whole transform plus bias.
-// kRawCapped / kNegatedCapped: the same for softcap rows, where a kept -inf
-// score becomes -c and takes part: it is raised to the lowest finite value,
-// so that a -inf maximum still means "no key kept".
-enum class MaxOf { kRaw, kNegated, kRawCapped, kNegatedCapped, kTransformed };
+// What pass 1 takes the maximum of. kRaw: the score itself, which suffices
+// without a bias and for scale >= 0: rounding is monotone, so
+// fl(scale * max x) = max fl(scale * x), and so is the softcap, applied to
+// the maximum alone (RowMax). kTransformed: the whole transform plus bias
+// (biased rows, and negative scales, a corner not worth its own pass).
+enum class MaxOf { kRaw, kTransformed };
 
 // Pass 1: the running maximum over one segment.
 template <ScoreType kType, MaxOf kMaxOf, class DF, class Source>
@@ -499,17 +505,10 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment<kType>& seg,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
   const Source src = ForSegment(row_src, seg);
-  const auto lowest = hn::Set(df, std::numeric_limits<float>::lowest());
   const auto value = [&](hn::Vec<DF> x, const auto& source,
                          std::size_t k) RLX_INLINE_LAMBDA {
     if constexpr (kMaxOf == MaxOf::kRaw) {
       return source.Adjust(df, k, x);
-    } else if constexpr (kMaxOf == MaxOf::kNegated) {
-      return source.Adjust(df, k, hn::Neg(x));
-    } else if constexpr (kMaxOf == MaxOf::kRawCapped) {
-      return source.Adjust(df, k, hn::Max(x, lowest));
-    } else if constexpr (kMaxOf == MaxOf::kNegatedCapped) {
-      return source.Adjust(df, k, hn::Max(hn::Neg(x), lowest));
     } else {
       return source.Adjust(df, k,
                            Transform(df, x, options.scale, options.softcap));
@@ -722,67 +721,6 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   if (k < n) partial(k, n - k);
 }
 
-// Stores the lanes of `v` that `kept` selects, of the first `count` (<= N),
-// as the row type at `out`; the other elements are not written, bit for bit.
-// Through stack buffers and a scalar copy: only rows whose masked keys must
-// stay unwritten take it, and the rounding is StoreRow's, as in every other
-// store of the row type.
-template <ScoreType kType, class DF>
-HWY_INLINE void StoreKeptLanes(DF df, hn::Vec<DF> v, hn::Mask<DF> kept,
-                               Elem<kType>* HWY_RESTRICT out,
-                               std::size_t count) {
-  HWY_ALIGN Elem<kType> values[hn::MaxLanes(df)];
-  HWY_ALIGN float flags[hn::MaxLanes(df)];
-  StoreRow<kType>(df, v, values);
-  hn::Store(hn::IfThenElseZero(kept, hn::Set(df, 1.0f)), df, flags);
-  for (std::size_t i = 0; i < count; ++i) {
-    if (flags[i] != 0.0f) out[i] = values[i];
-  }
-}
-
-// Pass 3 for rows whose masked keys must stay unwritten (zero_masked =
-// false with a masking source): out = exp(t - max) * inv_sum recomputed with
-// SegmentExp's arithmetic (so that kept keys come out bit for bit as in the
-// default mode), stored on kept keys only. Through tails everywhere: the
-// stores are per lane.
-template <ScoreType kType, bool kPlain, class DF, class Source>
-HWY_NOINLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
-                                   const Source& row_src,
-                                   const SoftmaxOptions& options, float max,
-                                   float inv_sum, Elem<kType>* out) {
-  const std::size_t N = hn::Lanes(df);
-  const Source src = ForSegment(row_src, seg);
-  const auto log2e =
-      hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
-  const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
-  const auto max_v = hn::Set(df, max);
-  const auto inv = hn::Set(df, inv_sum);
-  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
-  for (std::size_t k = 0; k < seg.n; k += N) {
-    const std::size_t count = std::min(N, seg.n - k);
-    const auto tail = src.Tail(df, seg.k0 + k, count, buffer);
-    const auto e = ExpOf<kPlain>(df, LoadRowTail<kType>(df, seg.in + k, count),
-                                 tail, 0, log2e, neg_max_log2e, max_v, options);
-    StoreKeptLanes<kType>(df, hn::Mul(e, inv), tail.Kept(df, 0), out + k,
-                          count);
-  }
-}
-
-template <ScoreType kType, class DF, class Source>
-HWY_INLINE void SegmentKeptProbs(DF df, const Segment<kType>& seg,
-                                 const Source& src,
-                                 const SoftmaxOptions& options, float max,
-                                 bool plain, float inv_sum, Elem<kType>* out) {
-  // The plain path exists for sources without a bias only (SoftmaxSegments).
-  if constexpr (!Source::kAdditive) {
-    if (plain) {
-      return SegmentKeptProbs<kType, true>(df, seg, src, options, max, inv_sum,
-                                           out);
-    }
-  }
-  SegmentKeptProbs<kType, false>(df, seg, src, options, max, inv_sum, out);
-}
-
 // Pass 2 (or pass 3 with ExpOut::kProbs) of one segment with the row's
 // choices: the plain argument (never with a bias: only sources without one
 // instantiate it) and where the values go.
@@ -838,28 +776,53 @@ struct RowSegments {
   std::size_t count;
   const KeepTileFill* tiles;
 
+  // One call of f, so that each pass is generated once per source (the
+  // passes are inlined into it); rows without tiles take one step.
   template <class Source, class F>
   HWY_INLINE void ForEach(const Source& src, const F& f) const {
     for (std::size_t j = 0; j < count; ++j) {
-      if constexpr (kHasOrigin<Source>) {
-        if (tiles != nullptr) {
-          const Segment<kType>& seg = segs[j];
-          for (std::size_t t = 0; t < seg.n; t += kKeepTileKeys) {
-            const std::size_t len = std::min(kKeepTileKeys, seg.n - t);
+      const Segment<kType>& seg = segs[j];
+      bool tiled = false;
+      if constexpr (kHasOrigin<Source>) tiled = tiles != nullptr;
+      const std::size_t step = tiled ? kKeepTileKeys : seg.n;
+      for (std::size_t t = 0; t < seg.n; t += step) {
+        const std::size_t len = std::min(step, seg.n - t);
+        Source tile_src = src;
+        if constexpr (kHasOrigin<Source>) {
+          if (tiled) {
             (*tiles)(seg.k0 + t, seg.k0 + t + len);
-            const Segment<kType> tile{
-                seg.in + t, seg.stored ? seg.work + t : seg.work,
-                seg.k0 + t, len,
-                seg.shift,  seg.stored};
-            f(tile, outs[j] + t, src.WithOrigin(seg.k0 + t));
+            tile_src = src.WithOrigin(seg.k0 + t);
           }
-          continue;
         }
+        const Segment<kType> tile{
+            seg.in + t, seg.stored ? seg.work + t : seg.work,
+            seg.k0 + t, len,
+            seg.shift,  seg.stored};
+        f(tile, outs[j] + t, tile_src);
       }
-      f(segs[j], outs[j], src);
     }
   }
 };
+
+// Whether the row keeps any key. Only called for softcap rows whose raw
+// maximum came out -inf, so its cost does not matter.
+template <ScoreType kType, class DF, class Source>
+HWY_NOINLINE bool AnyKept(DF df, const RowSegments<kType>& row,
+                          const Source& row_src) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  bool any = false;
+  row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
+                           const Source& src) {
+    const Source seg_src = ForSegment(src, seg);
+    for (std::size_t k = 0; k < seg.n && !any; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
+      any = !hn::AllFalse(df, hn::And(kept, hn::FirstN(df, n)));
+    }
+  });
+  return any;
+}
 
 // The maximum of the row's transformed kept scores: pass 1 over every
 // segment, then the scale and softcap applied to the maximum alone where
@@ -867,23 +830,14 @@ struct RowSegments {
 template <ScoreType kType, class DF, class Source>
 HWY_INLINE float RowMax(DF df, const RowSegments<kType>& row,
                         const Source& row_src, const SoftmaxOptions& options) {
-  constexpr bool kBias = Source::kAdditive;
   const float kNegInf = -std::numeric_limits<float>::infinity();
+  const bool raw = !Source::kAdditive && options.scale >= 0.0f;
   auto max = hn::Set(df, kNegInf);
   row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
                            const Source& src) RLX_INLINE_LAMBDA {
-    if constexpr (kBias) {
-      max = SegmentMax<kType, MaxOf::kTransformed>(df, seg, src, options, max);
-    } else if (options.softcap > 0.0f) {
-      max = options.scale >= 0.0f ? SegmentMax<kType, MaxOf::kRawCapped>(
-                                        df, seg, src, options, max)
-                                  : SegmentMax<kType, MaxOf::kNegatedCapped>(
-                                        df, seg, src, options, max);
-    } else if (options.scale >= 0.0f) {
-      max = SegmentMax<kType, MaxOf::kRaw>(df, seg, src, options, max);
-    } else {
-      max = SegmentMax<kType, MaxOf::kNegated>(df, seg, src, options, max);
-    }
+    max = raw ? SegmentMax<kType, MaxOf::kRaw>(df, seg, src, options, max)
+              : SegmentMax<kType, MaxOf::kTransformed>(df, seg, src, options,
+                                                       max);
   });
   float m;
   if constexpr (HWY_TARGET == HWY_EMU128) {
@@ -896,10 +850,18 @@ HWY_INLINE float RowMax(DF df, const RowSegments<kType>& row,
   } else {
     m = hn::GetLane(hn::MaxOfLanes(df, max));
   }
+  if (!raw) return m;
   // No key kept, or every kept score is -inf: the caller zero-fills. Checked
   // before the scale and softcap, which would turn -inf into something else.
-  if (kBias || m == kNegInf) return m;
-  const float scaled = std::fabs(options.scale) * m;
+  // Except that the softcap maps a kept -inf score to -c, which takes part:
+  // it is raised to the lowest finite value, whose softcap is -c as well.
+  if (m == kNegInf) {
+    if (!(options.softcap > 0.0f) || !AnyKept<kType>(df, row, row_src)) {
+      return m;
+    }
+    m = std::numeric_limits<float>::lowest();
+  }
+  const float scaled = options.scale * m;
   return options.softcap > 0.0f ? hn::GetLane(Transform(df, hn::Set(df, scaled),
                                                         1.0f, options.softcap))
                                 : scaled;
@@ -929,12 +891,10 @@ HWY_NOINLINE bool KeptNaN(DF df, const RowSegments<kType>& row,
   return nan;
 }
 
-// `value` on every kept key of the segments; masked keys within them get 0,
-// or stay unwritten when !zero_masked.
+// `value` on every kept key of the segments, 0 on their masked keys.
 template <ScoreType kType, class DF, class Source>
 HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments<kType>& row,
-                               const Source& row_src, bool zero_masked,
-                               float value) {
+                               const Source& row_src, float value) {
   const std::size_t N = hn::Lanes(df);
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>* out,
@@ -943,24 +903,18 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments<kType>& row,
     for (std::size_t k = 0; k < seg.n; k += N) {
       const std::size_t n = std::min(N, seg.n - k);
       const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
-      const auto v = hn::Set(df, value);
-      if (zero_masked) {
-        StoreRowTail<kType>(df, hn::IfThenElseZero(kept, v), out + k, n);
-      } else {
-        StoreKeptLanes<kType>(df, v, kept, out + k, n);
-      }
+      StoreRowTail<kType>(df, hn::IfThenElseZero(kept, hn::Set(df, value)),
+                          out + k, n);
     }
   });
 }
 
-// A NaN row: NaN on every kept key, 0 on the masked keys of a dense mask
-// (unwritten when !zero_masked; those outside the segments of a structured
-// mask are the caller's). Rare, so not tuned.
+// A NaN row: NaN on every kept key, 0 on the masked keys of the segments
+// (those outside them are the caller's). Rare, so not tuned.
 template <ScoreType kType, class DF, class Source>
 HWY_NOINLINE void StoreNaNRow(DF df, const RowSegments<kType>& row,
-                              const Source& src, bool zero_masked) {
-  StoreKeptRow(df, row, src, zero_masked,
-               std::numeric_limits<float>::quiet_NaN());
+                              const Source& src) {
+  StoreKeptRow(df, row, src, std::numeric_limits<float>::quiet_NaN());
 }
 
 // The whole softmax of one row over its kept segments (one whole-row
@@ -982,18 +936,16 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  // Masked keys inside the segments must stay unwritten.
-  const bool blend = Source::kMasks && !options.zero_masked;
   const float row_max = RowMax<kType>(df, row, src, options);
   if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
     if (KeptNaN<kType>(df, row, src, options)) {
-      StoreNaNRow(df, row, src, options.zero_masked);
+      StoreNaNRow(df, row, src);
       if (lse != nullptr) *lse = kNaN;
     } else {
       if constexpr (Source::kMasks) {
-        StoreKeptRow(df, row, src, options.zero_masked, 0.0f);
+        StoreKeptRow(df, row, src, 0.0f);
       } else {
         row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
                              const Source&) {
@@ -1007,7 +959,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   if (row_max == kInf) {
     // A kept score is +inf after scaling (or overflowed to it): plain
     // softmax gives inf - inf = NaN.
-    StoreNaNRow(df, row, src, options.zero_masked);
+    StoreNaNRow(df, row, src);
     if (lse != nullptr) *lse = kNaN;
     return;
   }
@@ -1025,9 +977,9 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>*,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    // f32 rows always store, unless blending (masking sources only).
-    if constexpr (kType != ScoreType::kF32 || Source::kMasks) {
-      if (!seg.stored || blend) {
+    // f32 rows always store; 16-bit ones while the scratch lasts.
+    if constexpr (kType != ScoreType::kF32) {
+      if (!seg.stored) {
         return RowExp<kType, ExpOut::kNone>(df, seg, seg_src, options, max,
                                             plain, prefetch, sum_lo, sum_hi);
       }
@@ -1046,7 +998,7 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
     // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
     // gives, but masked keys stay 0 (normalising them by NaN would not).
     // The maximum's own exp is ~1, so the sum is never 0 otherwise.
-    StoreNaNRow(df, row, src, options.zero_masked);
+    StoreNaNRow(df, row, src);
     if (lse != nullptr) *lse = kNaN;
     return;
   }
@@ -1057,16 +1009,9 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
     // Pass 3 normalises the stored values, or recomputes them.
-    if (seg.stored && !blend) {
+    if (seg.stored) {
       SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
       return;
-    }
-    if constexpr (Source::kMasks) {
-      if (blend) {
-        SegmentKeptProbs<kType>(df, seg, seg_src, options, max, plain, inv_sum,
-                                out);
-        return;
-      }
     }
     // 16-bit keys whose values did not fit the scratch: recomputed by pass
     // 2's loop (whose sums are not used here). f32 rows always stored them.
@@ -1162,9 +1107,11 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
     const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
     // [0, n) for dense-only masks.
-    KeptKeys kept = rules.dense_only ? KeptKeys{{KeyInterval{0, n}}, 1}
+    KeptKeys kept = rules.dense_only ? WholeRow(n)
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
                                                           shape.q_len, n);
+    // What kept_keys reports for the row, before the keep bytes narrow it.
+    const KeptKeys reported = kept;
     // Per-element rules: the row's keep bytes from its first kept key, in
     // one piece (shared by the heads whose bytes coincide) or tile by tile.
     // In one piece, the intervals are narrowed to the kept bytes (packed
@@ -1285,8 +1232,8 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
         return;
       }
       const float neg_slope = -options.alibi_slopes[i.h];
-      const double p_q = static_cast<double>(
-          detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
+      const std::int64_t p_q =
+          detail::QueryPosition(mask, i.b, i.q, shape.q_len, n);
       if constexpr (kIsKeptBytes<Inner>) {
         if (rules.explicit_keys) {
           SoftmaxSegments<kType>(df, row,
@@ -1301,7 +1248,10 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       }
       SoftmaxSegments<kType>(
           df, row,
-          AlibiSource<Inner, ImplicitKeyDistance>{neg_slope, {p_q, p_q}, inner},
+          AlibiSource<Inner, ImplicitKeyDistance>{
+              neg_slope,
+              {static_cast<double>(p_q), static_cast<double>(p_q)},
+              inner},
           options, sink, lse, prefetch);
     };
     const bool has_bias = rules.dense == DenseKind::kBias;
@@ -1325,8 +1275,10 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     // The masked keys last (the fill never touches a kept key, so the
     // order does not change a result): its stores then drain while the
     // next row's max pass loads, instead of queueing in front of this
-    // row's exp stores. Kept-only writes leave them alone.
-    if (options.zero_masked) FillMasked<kType>(o, n, kept, Elem<kType>{});
+    // row's exp stores. Kept-only writes leave the keys outside kept_keys
+    // alone, but write the masked ones inside it, as the default mode does.
+    FillMasked<kType>(o, options.zero_masked ? WholeRow(n) : reported, kept,
+                      Elem<kType>{});
   }
 }
 

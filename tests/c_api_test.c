@@ -1293,6 +1293,26 @@ static void TestSoftmaxExtensions(void) {
     CHECK(s[3] == 7.0f && fabsf(s[0] - 1.0f / 3) < 1e-6f);
     CHECK(fabsf(s[7] - 0.25f) < 1e-6f);
   }
+
+  /* Kept-only writes write every key inside rlx_kept_keys as the default
+   * mode does: a bias's -inf keys lie inside [0, 5) and come out 0, not
+   * their raw scores. */
+  {
+    static const float bias[5] = {0.5f, -INFINITY, 0.25f, -INFINITY, 1.0f};
+    float d[5] = {1, 2, 3, 4, 5}, z[5] = {1, 2, 3, 4, 5};
+    rlx_score_view v5 = F32View(d, 1, 1, 1, 5), z5 = F32View(z, 1, 1, 1, 5);
+    rlx_mask_spec bm = DenseMask(RLX_MASK_BIAS, bias, 1, 1, 1, 5);
+    rlx_kept_intervals kept;
+    CHECK(rlx_kept_keys(&bm, 0, 0, 1, 5, &kept) == RLX_OK);
+    CHECK(KeptIs(&kept, 1, 0, 5, 0, 0));
+    rlx_softmax_options_init(&o);
+    CHECK(rlx_masked_softmax(&z5, &bm, &o, NULL) == RLX_OK);
+    o.zero_masked = false;
+    CHECK(rlx_masked_softmax(&v5, &bm, &o, NULL) == RLX_OK);
+    for (k = 0; k < 5; ++k) CHECK(memcmp(&d[k], &z[k], sizeof(float)) == 0);
+    CHECK(d[1] == 0.0f && !signbit(d[1]) && d[3] == 0.0f && !signbit(d[3]));
+    CHECK(fabsf(d[0] - 0.0103f) < 1e-4f && fabsf(d[4] - 0.930f) < 1e-3f);
+  }
 }
 
 /* A NaN slope or sink logit, or a +inf sink, is rejected before anything

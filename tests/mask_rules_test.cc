@@ -80,6 +80,42 @@ std::string KeptKeysMismatch(const MaskSpec& mask, const Shape4& s) {
 
 // apply_mask and masked_softmax (in place, full and partial row ranges) on
 // strided, misaligned views of every row type, against the oracle.
+// Kept-only writes (zero_masked = false) of `options` on the buffer that
+// `bytes` / `view` hold the default mode's result in (so at the same
+// alignment): every key inside its row's kept_keys equals the default
+// mode's, bit for bit; every key outside it keeps its score from `t`.
+std::string KeptOnlyMismatch(const testing::Tensor& t,
+                             std::vector<std::uint8_t>& bytes,
+                             const ScoreView& view, const MaskSpec& mask,
+                             SoftmaxOptions options) {
+  const std::vector<std::uint8_t> full = bytes;
+  std::copy(t.bytes.begin(), t.bytes.end(), bytes.begin());
+  options.zero_masked = false;
+  masked_softmax(view, mask, options);
+  const Shape4& s = view.shape;
+  const std::size_t es = testing::ElemSize(view.type);
+  const std::size_t base = static_cast<std::size_t>(
+      static_cast<const std::uint8_t*>(view.data) - bytes.data());
+  for (std::size_t b = 0; b < s.batch; ++b)
+    for (std::size_t h = 0; h < s.heads; ++h)
+      for (std::size_t q = 0; q < s.q_len; ++q) {
+        const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
+        for (std::size_t k = 0; k < s.k_len; ++k) {
+          const std::size_t off =
+              base + testing::Offset(view, b, h, q, k) * es;
+          const bool inside = testing::Contains(written, k);
+          const std::vector<std::uint8_t>& want = inside ? full : t.bytes;
+          if (std::memcmp(bytes.data() + off, want.data() + off, es) != 0) {
+            return "row (" + std::to_string(b) + "," + std::to_string(h) +
+                   "," + std::to_string(q) + ") key " + std::to_string(k) +
+                   (inside ? " inside kept_keys differs from the default mode"
+                           : " outside kept_keys was written");
+          }
+        }
+      }
+  return "";
+}
+
 std::string KernelMismatch(const RuleMask& rm, const Shape4& s,
                            std::mt19937_64& rng) {
   for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
@@ -116,6 +152,8 @@ std::string KernelMismatch(const RuleMask& rm, const Shape4& s,
       if (rows.begin == all.begin && rows.end == all.end) {
         e = testing::SoftmaxMismatch(before, got, want, rm.mask, options);
         if (!e.empty()) return where + "masked_softmax " + e;
+        e = KeptOnlyMismatch(t, got_bytes, got, rm.mask, options);
+        if (!e.empty()) return where + "kept-only masked_softmax " + e;
       } else {
         // Rows outside the range keep their scores, bit for bit.
         const std::size_t es = testing::ElemSize(type);
@@ -185,6 +223,76 @@ TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleExhaustively) {
     ASSERT_EQ(KeptKeysMismatch(rm.mask, s), "") << rm.name << " #" << i;
     ASSERT_EQ(KernelMismatch(rm, s, rng), "") << " #" << i;
   }
+}
+
+// Positions at the ends of int64 and beyond 2^53 (where a double no longer
+// holds every integer): the combinations with explicit positions, query
+// offsets or prefixes, their positions moved so that the largest drawn one
+// lands on INT64_MAX, or around INT64_MIN (saturated), or around +-2^53.
+// Every kernel and row type against the oracle (128-bit arithmetic).
+TEST_P(MaskRulesTest, PositionsAtTheEndsOfInt64MatchTheOracle) {
+  std::mt19937_64 rng(64);
+  const Shape4 s{2, 2, 2, 7};
+  const std::int64_t n = static_cast<std::int64_t>(s.k_len);
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  constexpr std::int64_t k2p53 = std::int64_t{1} << 53;
+  const std::int64_t origins[] = {kMax - (n + 3), kMax - (n + 3) / 2,
+                                  kMin,           kMin + n,
+                                  k2p53 - n / 2,  k2p53 + 1,
+                                  -k2p53};
+  const unsigned positional = testing::kQueryOffsets | testing::kPrefix |
+                              testing::kQPositions | testing::kKPositions;
+  const std::vector<testing::RuleCombination> all =
+      testing::EveryRuleCombination();
+  std::size_t tested = 0;
+  for (const std::int64_t origin : origins) {
+    for (std::size_t i = tested % 5; i < all.size(); i += 5) {
+      if ((all[i].rules & positional) == 0) continue;
+      RuleMask rm;
+      testing::RulesOf(rng, s, all[i], rm, origin);
+      ASSERT_EQ(KeptKeysMismatch(rm.mask, s), "")
+          << rm.name << " #" << i << " origin " << origin;
+      ASSERT_EQ(KernelMismatch(rm, s, rng), "")
+          << " #" << i << " origin " << origin;
+      ++tested;
+    }
+  }
+  EXPECT_GT(tested, 5000u);
+}
+
+// The two cases an outside oracle found: a key at INT64_MAX is kept (kind
+// None keeps every valid key; Causal keeps p_k <= p_q = INT64_MAX), and
+// ALiBi keeps the distance of positions beyond 2^53.
+TEST_P(MaskRulesTest, KeyAtInt64MaxIsKeptAndAlibiKeepsLargeDistances) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const Shape4 s{1, 1, 1, 2};
+  const std::int64_t q_none[] = {5}, k_none[] = {0, kMax};
+  const std::int64_t q_causal[] = {kMax}, k_causal[] = {kMax - 1, kMax};
+  for (const MaskSpec& mask :
+       {MaskSpec::none().with_positions(q_none, k_none),
+        MaskSpec::causal().with_positions(q_causal, k_causal)}) {
+    float p[2] = {0.0f, 0.0f};
+    masked_softmax(ScoreView::f32(p, s), mask);
+    EXPECT_EQ(p[0], 0.5f);
+    EXPECT_EQ(p[1], 0.5f);
+    float a[2] = {0.0f, 0.0f};
+    apply_mask(ScoreView::f32(a, s), mask);
+    EXPECT_EQ(a[0], 0.0f);
+    EXPECT_EQ(a[1], 0.0f);
+  }
+  const std::int64_t q_far[] = {std::int64_t{1} << 62};
+  const std::int64_t k_far[] = {(std::int64_t{1} << 62) + 1,
+                                (std::int64_t{1} << 62) + 2};
+  const float slope[] = {1.0f};
+  SoftmaxOptions options;
+  options.alibi_slopes = slope;
+  float p[2] = {0.0f, 0.0f};
+  masked_softmax(ScoreView::f32(p, s),
+                 MaskSpec::none().with_positions(q_far, k_far), options);
+  // exp(-1) / (exp(-1) + exp(-2)) = 1 / (1 + e^-1).
+  EXPECT_NEAR(p[0], 1.0 / (1.0 + std::exp(-1.0)), 1e-6);
+  EXPECT_NEAR(p[1], 1.0 / (1.0 + std::exp(1.0)), 1e-6);
 }
 
 // Longer rows: vector bodies, tails and several intervals per row.

@@ -4,6 +4,7 @@
 #ifndef RLX_TESTS_RULE_MASKS_H_
 #define RLX_TESTS_RULE_MASKS_H_
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -121,13 +122,26 @@ inline std::vector<RuleCombination> EveryRuleCombination() {
   return all;
 }
 
+// v + origin, saturated to int64.
+inline std::int64_t Shifted(std::int64_t v, std::int64_t origin) {
+  const __int128 sum = static_cast<__int128>(v) + origin;
+  return static_cast<std::int64_t>(
+      std::clamp<__int128>(sum, std::numeric_limits<std::int64_t>::min(),
+                           std::numeric_limits<std::int64_t>::max()));
+}
+
 // The mask of combination `c` for scores of shape `s`, with random values
 // for the rules it has (and random arrays for them, kept in `rm`). The kind
 // and the dense part go through switches without `default`: a kind added to
 // the list fails the build (-Werror=switch) until it is handled here. `rm`
-// must not move afterwards (the mask points into it).
+// must not move afterwards (the mask points into it). `origin` moves every
+// explicit position (query offsets, prefix ends, q and k positions; empty
+// slots stay -1) by that much, saturated, so that rules meet INT64_MIN,
+// INT64_MAX and positions beyond 2^53; query offsets stay at most
+// INT64_MAX - (q_len - 1), so that every query position is an int64.
 inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
-                    const RuleCombination& c, RuleMask& rm) {
+                    const RuleCombination& c, RuleMask& rm,
+                    std::int64_t origin = 0) {
   const auto chance = [&](int percent) {
     return static_cast<int>(rng() % 100) < percent;
   };
@@ -169,7 +183,11 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
   }
   if (c.rules & kQueryOffsets) {
     rm.query_offsets.resize(s.batch);
-    for (auto& v : rm.query_offsets) v = position(-n, n);
+    const std::int64_t last_offset = std::numeric_limits<std::int64_t>::max() -
+                                     static_cast<std::int64_t>(s.q_len - 1);
+    for (auto& v : rm.query_offsets) {
+      v = std::min(Shifted(position(-n, n), origin), last_offset);
+    }
     m = m.with_query_offsets(rm.query_offsets.data());
     name += "+query_offsets";
   }
@@ -188,7 +206,7 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
   }
   if (c.rules & kPrefix) {
     rm.prefix_end.resize(s.batch);
-    for (auto& v : rm.prefix_end) v = position(-2, n + 2);
+    for (auto& v : rm.prefix_end) v = Shifted(position(-2, n + 2), origin);
     m = m.with_prefix(rm.prefix_end.data()), name += "+prefix";
   }
   if (c.rules & kSegments) {
@@ -202,11 +220,13 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
   const bool q_pos = c.rules & kQPositions, k_pos = c.rules & kKPositions;
   if (q_pos) {
     rm.q_position.resize(s.batch * s.q_len);
-    for (auto& v : rm.q_position) v = position(-3, n + 3);
+    for (auto& v : rm.q_position) v = Shifted(position(-3, n + 3), origin);
   }
   if (k_pos) {
     rm.k_position.resize(s.batch * s.k_len);
-    for (auto& v : rm.k_position) v = chance(15) ? -1 : position(0, n + 3);
+    for (auto& v : rm.k_position) {
+      v = chance(15) ? -1 : Shifted(position(0, n + 3), origin);
+    }
   }
   if (q_pos || k_pos) {
     m = m.with_positions(q_pos ? rm.q_position.data() : nullptr,

@@ -102,11 +102,21 @@ inline std::string Num(double v) {
   return text;
 }
 
+// Whether key k lies inside `kept` (what kept_keys reports for its row):
+// kept-only writes (zero_masked = false) write exactly those keys.
+inline bool Contains(const KeptKeys& kept, std::size_t k) {
+  for (std::size_t i = 0; i < kept.count; ++i) {
+    if (k >= kept.intervals[i].begin && k < kept.intervals[i].end) return true;
+  }
+  return false;
+}
+
 // Compares a masked softmax result `got` with the oracle's `want`, both
 // computed from `before`, under the bound above, where T, the largest
 // transformed |score|, also counts the ALiBi term, the bias and the sink:
-// each shifts the exp argument. Masked keys: +0 when options.zero_masked
-// (else not checked here); kept rows sum to at most 1 (exactly 1 within
+// each shifts the exp argument. Masked keys: +0, except that with
+// zero_masked = false those outside the row's kept_keys are not checked
+// here (the caller checks that they were left alone); kept rows sum to at most 1 (exactly 1 within
 // 1e-6 without a sink). `lse` / `lse_want`: the row_lse outputs, compared
 // within the same bound plus their f32 rounding.
 inline std::string SoftmaxMismatch(const ScoreView& before,
@@ -131,6 +141,7 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
         // terms) bounds the f32 rounding of the exp argument t - max.
         double t_max = 0.0, sum = 0.0;
         bool any_kept = false;
+        const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
         for (std::size_t k = 0; k < s.k_len; ++k) {
           if (!reference::is_kept(mask, s, b, h, q, k)) continue;
           any_kept = true;
@@ -157,7 +168,8 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
                                     ": got " + Num(p) + ", oracle " +
                                     Num(p_ref);
           if (!reference::is_kept(mask, s, b, h, q, k)) {
-            if (options.zero_masked && (p != 0.0 || std::signbit(p))) {
+            if ((options.zero_masked || Contains(written, k)) &&
+                (p != 0.0 || std::signbit(p))) {
               return "masked " + where;
             }
             continue;

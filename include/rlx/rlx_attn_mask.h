@@ -240,7 +240,9 @@ typedef enum {
  * floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q;
  * same_segment: equal segment ids; dense: the dense part keeps it (a bias
  * is added to kept scores). An absent rule (0 or NULL) constrains nothing;
- * an absent sink or prefix adds nothing.
+ * an absent sink or prefix adds nothing. Positions are int64 and compared
+ * exactly at every value: a key at INT64_MAX is kept like any other, and
+ * ALiBi's distance |p_q - p_k| is exact before it is rounded to float.
  *
  * Window conventions: window_keys W counts the query itself (llama.cpp,
  * gemma.cpp, vLLM, ONNX Runtime); SLIDING_WINDOW's `window` w and DECODE's
@@ -272,6 +274,7 @@ typedef struct {
    * be negative. */
   const int64_t* query_offsets;
   /* The rules; 0 / NULL = absent. */
+  /* W, C, S: 0 = none; above INT64_MAX, RLX_INVALID_ARGUMENT. */
   size_t window_keys;        /* W, counting the query */
   size_t chunk;              /* C */
   size_t sink_keys;          /* S */
@@ -304,8 +307,12 @@ typedef struct {
    * for a row with no kept key. Lets an executor split one row's keys over
    * threads and merge the parts: p = p_part * exp(lse_part - lse_total). */
   float* row_lse;
-  /* false: masked keys are left unwritten (executors that run P x V over
-   * rlx_kept_keys only). */
+  /* false: kept-only writes, for executors that run P x V over
+   * rlx_kept_keys only. Keys outside rlx_kept_keys of their row are left
+   * unwritten; every key inside it is written exactly as in the default
+   * mode, a masked one as 0 (rlx_kept_keys is a superset of the kept keys
+   * under explicit positions, segments, dense parts and biases). A row whose
+   * rlx_kept_keys is empty is left unwritten entirely. */
   bool zero_masked;
 } rlx_softmax_options;
 
@@ -395,7 +402,8 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
 /* In place, per row of `rows` (NULL: all):
  *   p = softmax(mask(softcap(scale * s)) + alibi + bias),
  * computed in f32 for every row type. Masked positions come out exactly 0
- * (left unwritten when options->zero_masked is false); a row with no kept
+ * (those outside rlx_kept_keys are left unwritten when options->zero_masked
+ * is false); a row with no kept
  * key comes out all zeros, never NaN; a kept row without sink logits sums
  * to 1 within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's
  * and gives a NaN row, as plain softmax would. `options` NULL: the defaults. On

@@ -54,8 +54,12 @@ struct SoftmaxOptions {
   // (b * heads + h) * q_len + q), written for the call's rows; -inf for a
   // row with no kept key. [batch * heads * q_len]
   float* row_lse = nullptr;
-  // false: masked keys are left unwritten (executors that run P x V over
-  // kept_keys only).
+  // false: kept-only writes, for executors that run P x V over kept_keys
+  // only. Keys outside kept_keys(mask, b, q, ...) are left unwritten; every
+  // key inside it is written exactly as in the default mode, a masked one as
+  // 0 (kept_keys is a superset of the kept keys under explicit positions,
+  // segments, dense parts and biases). A row whose kept_keys is empty is
+  // left unwritten entirely. docs/SEMANTICS.md, "Kept-only writes".
   bool zero_masked = true;
 };
 

@@ -136,6 +136,8 @@ struct MaskSpec {
   // nullptr means k_len - q_len for every batch. May be negative.
   const std::int64_t* query_offsets = nullptr;
   // The rules (v2); 0 / nullptr = absent.
+  // W, C and S: 0 = none; a kernel given one above INT64_MAX throws
+  // std::invalid_argument (positions are int64).
   std::size_t window_keys = 0;               // W, counting the query
   std::size_t chunk = 0;                     // C
   std::size_t sink_keys = 0;                 // S

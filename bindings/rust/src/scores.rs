@@ -471,7 +471,11 @@ pub struct SoftmaxOptions<'a> {
     /// ALiBi slope per head: `z += -slope_h * |p_q - p_k|` (see
     /// [`alibi_slopes`]).
     pub alibi_slopes: Option<&'a [f32]>,
-    /// false: masked keys are left unwritten (P x V over kept keys only).
+    /// false: kept-only writes (P x V over `kept_keys` only). Keys outside
+    /// the row's `kept_keys` are left unwritten; every key inside it is
+    /// written exactly as in the default mode, a masked one as 0 (`kept_keys`
+    /// is a superset under explicit positions, segments, dense parts and
+    /// biases). A row whose `kept_keys` is empty is left unwritten.
     pub zero_masked: bool,
 }
 
