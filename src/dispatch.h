@@ -35,4 +35,25 @@ inline std::size_t DispatchIndex() {
 #define RLX_DYNAMIC_DISPATCH(FUNC_NAME) \
   (*(HWY_DISPATCH_TABLE(FUNC_NAME)[::rlx::detail::DispatchIndex()]))
 
+namespace rlx::detail {
+
+// The entry of `table` for the active target or, where the table's unit
+// left that target out (a null entry), for the next weaker one it compiled:
+// entries run from the best target to the weakest, and the last (the
+// baseline) is always there.
+template <class F, std::size_t N>
+F NearestCompiled(F const (&table)[N]) {
+  for (std::size_t i = DispatchIndex(); i + 1 < N; ++i) {
+    if (table[i] != nullptr) return table[i];
+  }
+  return table[N - 1];
+}
+
+}  // namespace rlx::detail
+
+// RLX_DYNAMIC_DISPATCH for units that compile fewer targets than the rest
+// (RLX_SOFTMAX_ROWS_TARGETS): their code for the nearest compiled target.
+#define RLX_DYNAMIC_DISPATCH_NEAREST(FUNC_NAME) \
+  (*::rlx::detail::NearestCompiled(HWY_DISPATCH_TABLE(FUNC_NAME)))
+
 #endif  // RLX_SRC_DISPATCH_H_

@@ -146,6 +146,13 @@ struct NoSource {
 // more keys are decided tile by tile, so the buffer is fixed-size (on the
 // stack: no allocation per call).
 constexpr std::size_t kKeepTileKeys = 8192;
+// Keys of one tile of a 16-bit row's exp values beyond its scratch (the
+// spill buffer), a divisor of kKeepTileKeys; and a 64-byte line in keys:
+// a spilled tile starts at its key's offset within a line, so that its
+// stores align where its loads do.
+constexpr std::size_t kSpillKeys = 2048;
+constexpr std::size_t kAlignKeys = 64 / sizeof(float);
+static_assert(kKeepTileKeys % kSpillKeys == 0);
 
 // The per-element rules of a row (one byte per key, 1 = kept:
 // detail::RowKeepBytes) on top of another source: masked keys become -inf,
@@ -187,39 +194,29 @@ struct KeptBytesSource {
   }
 };
 
-// The distances |p_q - p_k| of ALiBi for keys with implicit positions: a
-// kept segment's keys sit at p_k = k + shift, so the distance is
-// |center - k| with center = p_q - shift, computed per vector from an iota:
-// nothing is materialised. ForShift sets the segment's center (the Decode
-// token's segment has its own shift).
-struct ImplicitKeyDistance {
-  double p_q;     // the row's query position
-  double center;  // p_q - shift of the current segment
-  template <class DF>
-  HWY_INLINE hn::Vec<DF> At(DF df, std::size_t k) const {
-    return hn::Abs(hn::Sub(
-        hn::Set(df, static_cast<float>(center - static_cast<double>(k))),
-        hn::Iota(df, 0)));
-  }
-  HWY_INLINE ImplicitKeyDistance Tail(std::size_t k, std::size_t) const {
-    return {p_q, center - static_cast<double>(k)};
-  }
-  HWY_INLINE ImplicitKeyDistance ForShift(std::int64_t shift) const {
-    return {p_q, p_q - static_cast<double>(shift)};
-  }
-};
-
-// The same over explicit key positions (k_position): each key's distance is
-// read per element into a vector on the stack (positions are int64, and
-// such rows are decided per element anyway). The distance is exact in
-// uint64 (any two int64 differ by less than 2^64) and rounded to f32 once,
-// so positions beyond 2^53 keep it. `limit` bounds the keys a tail may read.
-struct ExplicitKeyDistance {
+// The distances |p_q - p_k| of ALiBi, one type for both kinds of key
+// positions (a runtime choice per row: one ALiBi source per inner source).
+// Implicit positions (k_position null): a kept segment's keys sit at
+// p_k = k + shift, so the distance is |center - k| with center = p_q -
+// shift, computed per vector from an iota: nothing is materialised.
+// ForShift sets the segment's center (the Decode token's segment has its
+// own shift). Explicit positions: each key's distance is read per element
+// into a vector on the stack (such rows are decided per element anyway),
+// exact in uint64 (any two int64 differ by less than 2^64) and rounded to
+// f32 once, so positions beyond 2^53 keep it; `limit` bounds the keys a
+// tail may read.
+struct KeyDistance {
   std::int64_t p_q;
-  const std::int64_t* HWY_RESTRICT k_position;
+  double center;                             // implicit: p_q - shift - k0
+  const std::int64_t* HWY_RESTRICT k_position;  // explicit, or null
   std::size_t limit;
   template <class DF>
   HWY_INLINE hn::Vec<DF> At(DF df, std::size_t k) const {
+    if (k_position == nullptr) {
+      return hn::Abs(hn::Sub(
+          hn::Set(df, static_cast<float>(center - static_cast<double>(k))),
+          hn::Iota(df, 0)));
+    }
     HWY_ALIGN float distance[hn::MaxLanes(df)];
     const std::size_t N = hn::Lanes(df);
     const auto q = static_cast<std::uint64_t>(p_q);
@@ -230,21 +227,27 @@ struct ExplicitKeyDistance {
     }
     return hn::Load(df, distance);
   }
-  HWY_INLINE ExplicitKeyDistance Tail(std::size_t k, std::size_t count) const {
-    return {p_q, k_position + k, count};
+  HWY_INLINE KeyDistance Tail(std::size_t k, std::size_t count) const {
+    if (k_position == nullptr) {
+      return {p_q, center - static_cast<double>(k), nullptr, 0};
+    }
+    return {p_q, center, k_position + k, count};
   }
-  HWY_INLINE ExplicitKeyDistance ForShift(std::int64_t) const { return *this; }
+  HWY_INLINE KeyDistance ForShift(std::int64_t shift) const {
+    if (k_position != nullptr) return *this;
+    return {p_q, static_cast<double>(p_q) - static_cast<double>(shift),
+            nullptr, 0};
+  }
 };
 
-// ALiBi (DESIGN.md, "Softmax extensions"): t - slope * |p_q - p_k| before
-// `inner` adjusts it (a bias after it, as ggml and BLOOM add theirs), with
-// the distances of `Distance` (one of the two above).
-template <class Inner, class Distance>
+// ALiBi (docs/SEMANTICS.md, "ALiBi"): t - slope * |p_q - p_k| before
+// `inner` adjusts it (a bias after it, as ggml and BLOOM add theirs).
+template <class Inner>
 struct AlibiSource {
   static constexpr bool kAdditive = true;
   static constexpr bool kMasks = Inner::kMasks;
   float neg_slope;
-  Distance distance;
+  KeyDistance distance;
   Inner inner;
   template <class DF>
   HWY_INLINE hn::Mask<DF> Kept(DF df, std::size_t k) const {
@@ -276,8 +279,8 @@ constexpr bool kIsKeptBytes<KeptBytesSource<Inner>> = true;
 
 template <class Source>
 constexpr bool kHasShift = false;
-template <class Inner, class Distance>
-constexpr bool kHasShift<AlibiSource<Inner, Distance>> = true;
+template <class Inner>
+constexpr bool kHasShift<AlibiSource<Inner>> = true;
 
 // ------------------------------ apply_mask
 
@@ -476,7 +479,9 @@ struct Segment {
   std::int64_t shift = 0;  // p_k - k of its keys (implicit positions)
   // `work` holds its exp values between passes 2 and 3 (f32 rows: the
   // output itself; 16-bit rows: the part of the kept keys that fits the
-  // stack scratch); otherwise pass 3 recomputes them and `work` is unused.
+  // stack scratch); otherwise `work` is the spill buffer, which each pass
+  // fills tile by tile (RowSegments) and pass 3 refills before it
+  // normalises.
   bool stored = true;
 };
 
@@ -594,10 +599,7 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // rounding of the constants costs no accuracy); the caller takes this path
 // only when both constants are finite. Otherwise it is (t - max) log2 e,
 // which never overflows on the way. Lane sums are widened into sum_lo and
-// sum_hi (AddWide) every kBlock steps (below). kOut says where the values
-// go: kWork (pass 2), kNone (the sums alone: pass 3 recomputes the values)
-// or kProbs (pass 3 of such rows: value * inv_sum stored to `out` in the row
-// type, the sums unused).
+// sum_hi (AddWide) every kBlock steps (below).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
 // constants come from ExpConstants.
@@ -622,23 +624,18 @@ inline float NegMaxLog2e(float max) {
   return static_cast<float>(-max * kLog2e);
 }
 
-enum class ExpOut { kWork, kNone, kProbs };
-
-template <ScoreType kType, bool kPlain, ExpOut kOut = ExpOut::kWork, class DF,
-          class Source>
+template <ScoreType kType, bool kPlain, class DF, class Source>
 HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
                            const Source& row_src, const SoftmaxOptions& options,
                            float max, detail::RowPrefetch& prefetch,
                            hn::Vec<WideTag<DF>>& sum_lo,
-                           hn::Vec<WideTag<DF>>& sum_hi,
-                           Elem<kType>* out = nullptr, float inv_sum = 0.0f) {
+                           hn::Vec<WideTag<DF>>& sum_hi) {
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
   const Source src = ForSegment(row_src, seg);
   const auto log2e =
       hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
   const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
-  const auto inv = hn::Set(df, inv_sum);
   const auto max_v = hn::Set(df, max);
   const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                           RLX_INLINE_LAMBDA {
@@ -653,10 +650,7 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
   detail::RowPrefetch pf = prefetch;
   const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
     const auto e = exp_at(LoadRow<kType>(df, in + k), src, k0 + k);
-    if constexpr (kOut == ExpOut::kWork) hn::StoreU(e, df, work + k);
-    if constexpr (kOut == ExpOut::kProbs) {
-      StoreRow<kType>(df, hn::Mul(e, inv), out + k);
-    }
+    hn::StoreU(e, df, work + k);
     return e;
   };
   // `count` < N keys from k (the head before the first aligned store, or
@@ -666,18 +660,12 @@ HWY_INLINE void SegmentExp(DF df, const Segment<kType>& seg,
     const auto e = hn::IfThenElseZero(
         hn::FirstN(df, count), exp_at(LoadRowTail<kType>(df, in + k, count),
                                       src.Tail(df, k0 + k, count, buffer), 0));
-    if constexpr (kOut == ExpOut::kWork) {
-      StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
-    }
-    if constexpr (kOut == ExpOut::kProbs) {
-      StoreRowTail<kType>(df, hn::Mul(e, inv), out + k, count);
-    }
+    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
     return e;
   };
   // The head, the last (< 4) vectors and the tail share one sum.
   auto rest = hn::Zero(df);
-  std::size_t k = kOut == ExpOut::kProbs ? KeysToAlign<kType>(df, out, n)
-                                         : KeysToAlign<kType>(df, work, n);
+  std::size_t k = KeysToAlign<kType>(df, work, n);
   if (k != 0) rest = partial(0, k);
   // Four vectors per step, each with its own sum: their exp chains are
   // independent, which the out-of-order window needs to keep both FMA
@@ -721,24 +709,51 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   if (k < n) partial(k, n - k);
 }
 
-// Pass 2 (or pass 3 with ExpOut::kProbs) of one segment with the row's
-// choices: the plain argument (never with a bias: only sources without one
-// instantiate it) and where the values go.
-template <ScoreType kType, ExpOut kOut, class DF, class Source>
+// SegmentExp out of line, for 16-bit rows: their pass 3 recomputes the
+// values beyond the scratch with it, and one copy serves both passes.
+template <ScoreType kType, bool kPlain, class DF, class Source>
+HWY_NOINLINE void SegmentExpCall(DF df, const Segment<kType>& seg,
+                                 const Source& src,
+                                 const SoftmaxOptions& options, float max,
+                                 detail::RowPrefetch& prefetch,
+                                 hn::Vec<WideTag<DF>>& sum_lo,
+                                 hn::Vec<WideTag<DF>>& sum_hi) {
+  SegmentExp<kType, kPlain>(df, seg, src, options, max, prefetch, sum_lo,
+                            sum_hi);
+}
+
+// Pass 2 (and pass 3's recompute) of one segment with the row's choice of
+// the plain argument (never with a bias: only sources without one
+// instantiate it). f32 rows inline it: short rows would feel the call.
+template <ScoreType kType, bool kPlain, class DF, class Source>
+HWY_INLINE void SegmentExpOf(DF df, const Segment<kType>& seg,
+                             const Source& src, const SoftmaxOptions& options,
+                             float max, detail::RowPrefetch& prefetch,
+                             hn::Vec<WideTag<DF>>& sum_lo,
+                             hn::Vec<WideTag<DF>>& sum_hi) {
+  if constexpr (kType == ScoreType::kF32) {
+    SegmentExp<kType, kPlain>(df, seg, src, options, max, prefetch, sum_lo,
+                              sum_hi);
+  } else {
+    SegmentExpCall<kType, kPlain>(df, seg, src, options, max, prefetch, sum_lo,
+                                  sum_hi);
+  }
+}
+
+template <ScoreType kType, class DF, class Source>
 HWY_INLINE void RowExp(DF df, const Segment<kType>& seg, const Source& src,
                        const SoftmaxOptions& options, float max, bool plain,
                        detail::RowPrefetch& prefetch,
                        hn::Vec<WideTag<DF>>& sum_lo,
-                       hn::Vec<WideTag<DF>>& sum_hi, Elem<kType>* out = nullptr,
-                       float inv_sum = 0.0f) {
+                       hn::Vec<WideTag<DF>>& sum_hi) {
   if constexpr (!Source::kAdditive) {
     if (plain) {
-      return SegmentExp<kType, true, kOut>(df, seg, src, options, max, prefetch,
-                                           sum_lo, sum_hi, out, inv_sum);
+      return SegmentExpOf<kType, true>(df, seg, src, options, max, prefetch,
+                                       sum_lo, sum_hi);
     }
   }
-  SegmentExp<kType, false, kOut>(df, seg, src, options, max, prefetch, sum_lo,
-                                 sum_hi, out, inv_sum);
+  SegmentExpOf<kType, false>(df, seg, src, options, max, prefetch, sum_lo,
+                             sum_hi);
 }
 
 // Fills the keep bytes of keys [begin, end) of one row into `bytes` from
@@ -760,15 +775,16 @@ template <class Source>
 constexpr bool kHasOrigin = false;
 template <class Inner>
 constexpr bool kHasOrigin<KeptBytesSource<Inner>> = true;
-template <class Inner, class Distance>
-constexpr bool kHasOrigin<AlibiSource<Inner, Distance>> = kHasOrigin<Inner>;
+template <class Inner>
+constexpr bool kHasOrigin<AlibiSource<Inner>> = kHasOrigin<Inner>;
 
 // The kept segments of one row (at most KeptKeys::kMaxIntervals), as every
 // pass visits them: ForEach(src, f) calls f(segment, out, source) for each.
-// A segment's `stored` says where pass 3 finds its exp values. `tiles` (rows
-// whose keep bytes do not fit their buffer): each segment is visited in tiles
-// of kKeepTileKeys keys, the buffer refilled and the source rebased
-// (WithOrigin) before each.
+// A segment's `stored` says where pass 3 finds its exp values; one that is
+// not is visited in tiles of kSpillKeys keys, each with the spill buffer as
+// its work. `tiles` (rows whose keep bytes do not fit their buffer): each
+// segment is visited in tiles of kKeepTileKeys keys (or fewer), the buffer
+// refilled and the source rebased (WithOrigin) before each.
 template <ScoreType kType>
 struct RowSegments {
   const Segment<kType>* segs;
@@ -784,7 +800,10 @@ struct RowSegments {
       const Segment<kType>& seg = segs[j];
       bool tiled = false;
       if constexpr (kHasOrigin<Source>) tiled = tiles != nullptr;
-      const std::size_t step = tiled ? kKeepTileKeys : seg.n;
+      std::size_t step = tiled ? kKeepTileKeys : seg.n;
+      if (kType != ScoreType::kF32 && !seg.stored) {
+        step = std::min(step, kSpillKeys);
+      }
       for (std::size_t t = 0; t < seg.n; t += step) {
         const std::size_t len = std::min(step, seg.n - t);
         Source tile_src = src;
@@ -794,10 +813,10 @@ struct RowSegments {
             tile_src = src.WithOrigin(seg.k0 + t);
           }
         }
-        const Segment<kType> tile{
-            seg.in + t, seg.stored ? seg.work + t : seg.work,
-            seg.k0 + t, len,
-            seg.shift,  seg.stored};
+        float* work =
+            seg.stored ? seg.work + t : seg.work + (seg.k0 + t) % kAlignKeys;
+        const Segment<kType> tile{seg.in + t, work,      seg.k0 + t,
+                                  len,        seg.shift, seg.stored};
         f(tile, outs[j] + t, tile_src);
       }
     }
@@ -929,7 +948,7 @@ HWY_NOINLINE void StoreNaNRow(DF df, const RowSegments<kType>& row,
 // in the normalisation): the sink term and the log-sum-exp are computed
 // with that same rounded constant, so that it still cancels.
 template <ScoreType kType, class DF, class Source>
-HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
+HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
                                 const Source& src,
                                 const SoftmaxOptions& options, float sink,
                                 float* lse, detail::RowPrefetch& prefetch) {
@@ -977,15 +996,9 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>*,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    // f32 rows always store; 16-bit ones while the scratch lasts.
-    if constexpr (kType != ScoreType::kF32) {
-      if (!seg.stored) {
-        return RowExp<kType, ExpOut::kNone>(df, seg, seg_src, options, max,
-                                            plain, prefetch, sum_lo, sum_hi);
-      }
-    }
-    RowExp<kType, ExpOut::kWork>(df, seg, seg_src, options, max, plain,
-                                 prefetch, sum_lo, sum_hi);
+    // Values beyond the scratch go to the spill buffer and are dropped.
+    RowExp<kType>(df, seg, seg_src, options, max, plain, prefetch, sum_lo,
+                  sum_hi);
   });
   double sum = WideTotal(dd, sum_lo, sum_hi);
   // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
@@ -1008,19 +1021,17 @@ HWY_INLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
   const float inv_sum = static_cast<float>(1.0 / sum);
   row.ForEach(src, [&](const Segment<kType>& seg, Elem<kType>* out,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    // Pass 3 normalises the stored values, or recomputes them.
-    if (seg.stored) {
-      SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
-      return;
-    }
-    // 16-bit keys whose values did not fit the scratch: recomputed by pass
-    // 2's loop (whose sums are not used here). f32 rows always stored them.
+    // Pass 3 normalises the stored values; 16-bit keys whose values did
+    // not fit the scratch are recomputed into the spill buffer first, by
+    // pass 2's code (whose sums are not used here).
     if constexpr (kType != ScoreType::kF32) {
-      auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
-      RowExp<kType, ExpOut::kProbs>(df, seg, seg_src, options, max, plain,
-                                    prefetch, unused_lo, unused_hi, out,
-                                    inv_sum);
+      if (!seg.stored) {
+        auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
+        RowExp<kType>(df, seg, seg_src, options, max, plain, prefetch,
+                      unused_lo, unused_hi);
+      }
     }
+    SegmentNormalize<kType>(df, seg.work, out, seg.n, inv_sum);
   });
 }
 
@@ -1059,13 +1070,14 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
   // rows keep their exp values in f32 scratch while the kept keys fit it
   // (32 KiB), at a fixed offset from a 64-byte boundary: SegmentExp aligns
   // its stores to `work`, so the split of a row's sums, and with it every
-  // result, is the same in every call. The kept keys beyond it are
-  // recomputed in pass 3 with pass 2's loop (one more exp per such key:
-  // measured in docs/PERFORMANCE.md). The keep bytes of per-element rules: one
-  // tile of kKeepTileKeys keys (8 KiB).
-  constexpr std::size_t kScratchKeys = kType == ScoreType::kF32 ? 1 : 8192;
-  constexpr std::size_t kAlignKeys = 64 / sizeof(float);
+  // result, is the same in every call. The kept keys beyond it go through
+  // the spill buffer tile by tile and are recomputed in pass 3 with pass 2's
+  // code (one more exp per such key: measured in docs/PERFORMANCE.md). The
+  // keep bytes of per-element rules: one tile of kKeepTileKeys keys (8 KiB).
+  constexpr bool kF32 = kType == ScoreType::kF32;
+  constexpr std::size_t kScratchKeys = kF32 ? 1 : 8192;
   alignas(64) float scratch[kScratchKeys];
+  alignas(64) float spill[kF32 ? 1 : kSpillKeys + kAlignKeys];
   alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
   detail::RowKeepCache keep_cache;
   const auto* bias = static_cast<const float*>(mask.data);
@@ -1157,7 +1169,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     }
     // The segments: exp values in the output (f32) or, for 16-bit rows, at
     // 64-byte aligned offsets of the scratch while it lasts: the interval
-    // that overflows it is split into a stored part and a recomputed one,
+    // that overflows it is split into a stored part and a spilled one,
     // and the intervals after it are recomputed (so one more segment than
     // intervals at most).
     Segment<kType> segs[KeptKeys::kMaxIntervals + 1];
@@ -1188,7 +1200,7 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                                   : 0;
         if (fits > 0) add(iv.begin, fits, scratch + offset, true);
         if (fits < iv.size()) {
-          add(iv.begin + fits, iv.size() - fits, scratch, false);
+          add(iv.begin + fits, iv.size() - fits, spill, false);
           scratch_keys = kScratchKeys;
         } else {
           scratch_keys =
@@ -1234,25 +1246,16 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
       const float neg_slope = -options.alibi_slopes[i.h];
       const std::int64_t p_q =
           detail::QueryPosition(mask, i.b, i.q, shape.q_len, n);
-      if constexpr (kIsKeptBytes<Inner>) {
-        if (rules.explicit_keys) {
-          SoftmaxSegments<kType>(df, row,
-                                 AlibiSource<Inner, ExplicitKeyDistance>{
-                                     neg_slope,
-                                     {p_q, mask.k_position + i.b * n,
-                                      std::numeric_limits<std::size_t>::max()},
-                                     inner},
-                                 options, sink, lse, prefetch);
-          return;
-        }
-      }
-      SoftmaxSegments<kType>(
-          df, row,
-          AlibiSource<Inner, ImplicitKeyDistance>{
-              neg_slope,
-              {static_cast<double>(p_q), static_cast<double>(p_q)},
-              inner},
-          options, sink, lse, prefetch);
+      // Explicit key positions reach ALiBi through the keep bytes only.
+      const bool explicit_keys =
+          kIsKeptBytes<Inner> && rules.explicit_keys;
+      const KeyDistance distance{
+          p_q, static_cast<double>(p_q),
+          explicit_keys ? mask.k_position + i.b * n : nullptr,
+          std::numeric_limits<std::size_t>::max()};
+      SoftmaxSegments<kType>(df, row,
+                             AlibiSource<Inner>{neg_slope, distance, inner},
+                             options, sink, lse, prefetch);
     };
     const bool has_bias = rules.dense == DenseKind::kBias;
     if (read_bytes) {

@@ -48,7 +48,8 @@ void SoftmaxRowsF16(const ScoreView& in, const ScoreView& out,
   void detail::SoftmaxRows##TYPE(const ScoreView& in, const ScoreView& out,   \
                                  const MaskSpec& mask,                        \
                                  const SoftmaxOptions& opts, RowRange rows) { \
-    RLX_DYNAMIC_DISPATCH(SoftmaxRows##TYPE)(in, out, mask, opts, rows);       \
+    RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows##TYPE)                           \
+    (in, out, mask, opts, rows);                                              \
   }                                                                           \
   }  // namespace rlx
 

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // masked_softmax of bf16 rows (src/softmax_rows.h says why one unit per type).
+#include "src/softmax_rows_targets.h"  // first: sets the targets
+//
 #include "src/softmax_rows.h"
 
 #undef HWY_TARGET_INCLUDE
