@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The softmax extensions (DESIGN.md, "Softmax extensions (v2)") on the
+// The softmax extensions (docs/SEMANTICS.md, "Softmax extensions") on the
 // standard workloads they are measured against, per target:
 //   masked_softmax/D2sink/<target>       D2 with a sink logit per head
 //   masked_softmax/D2keptonly/<target>   D2 with zero_masked = false

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The scalar oracle. Written from DESIGN.md's words, element by element, and
+// The scalar oracle. Written from docs/SEMANTICS.md's words, element by element, and
 // deliberately sharing no code with the kernels (not even src/mask_rows.h):
 // a mistake in the interval logic must show up as a difference.
 #include "src/reference.h"
@@ -79,7 +79,7 @@ __int128 FloorDiv(__int128 a, __int128 c) {
 
 namespace {
 
-// Logical positions (DESIGN.md): explicit arrays, else the Decode layout,
+// Logical positions (docs/SEMANTICS.md): explicit arrays, else the Decode layout,
 // else p_q = query_offset(b) + q and p_k = k (-1: an empty slot).
 __int128 QueryPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
                   std::size_t q) {
@@ -105,7 +105,7 @@ __int128 KeyPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
 
 }  // namespace
 
-// DESIGN.md, "Mask rules over logical positions", term by term. 128-bit
+// docs/SEMANTICS.md, "Mask rules over logical positions", term by term. 128-bit
 // arithmetic: no position difference can overflow.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k) {
@@ -207,7 +207,7 @@ double alibi_at(const MaskSpec& mask, const Shape4& scores,
   return -static_cast<double>(options.alibi_slopes[h]) * distance;
 }
 
-// DESIGN.md, "Softmax extensions (v2)": z = softcap(scale * s) + ALiBi +
+// docs/SEMANTICS.md, "Softmax extensions": z = softcap(scale * s) + ALiBi +
 // bias over the kept keys; M = max(max_k z_k, sink); p_k = exp(z_k - M) /
 // (sum_k exp(z_k - M) + exp(sink - M)); lse = M + log(denominator).
 void masked_softmax(const ScoreView& in, const ScoreView& out,

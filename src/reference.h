@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Scalar reference implementations: the oracle that tests and benchmarks
 // compare the SIMD kernels to. Written for clarity, not speed; each follows
-// the seed (attn_mask.rs) or DESIGN.md line by line.
+// the seed (attn_mask.rs) or docs/SEMANTICS.md line by line.
 #ifndef RLX_SRC_REFERENCE_H_
 #define RLX_SRC_REFERENCE_H_
 
@@ -22,7 +22,7 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
 double element_at(const ScoreView& v, std::size_t off);
 
 // Whether key k of row (b, h, q) is kept by a keep-style mask, straight from
-// DESIGN.md (abs_q = query offset + q). For kBias: the bias is not -inf.
+// docs/SEMANTICS.md (abs_q = query offset + q). For kBias: the bias is not -inf.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k);
 

@@ -133,7 +133,7 @@ std::vector<NamedLadder> EveryLadder() {
   ladders.push_back({"geometric 512/3", BucketLadder::geometric(512, 3)});
   ladders.push_back({"geometric 512/1", BucketLadder::geometric(512, 1)});
   ladders.push_back({"geometric 4096/5", BucketLadder::geometric(4096, 5)});
-  // And DESIGN.md's examples, plus a custom ladder with gaps.
+  // And docs/SEMANTICS.md's examples, plus a custom ladder with gaps.
   ladders.push_back({"pow2 8..256", BucketLadder::power_of_two(8, 256)});
   ladders.push_back({"pow2 10..64", BucketLadder::power_of_two(10, 64)});
   ladders.push_back(

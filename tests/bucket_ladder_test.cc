@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Ladders and the per-bucket cache: DESIGN.md's examples, exact extents of
+// Ladders and the per-bucket cache: docs/SEMANTICS.md's examples, exact extents of
 // large ladders with routing at every bucket edge, and every error.
 #include "rlx/bucket_ladder.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The mask rules over logical positions (DESIGN.md, "Mask rules over logical
+// The mask rules over logical positions (docs/SEMANTICS.md, "Mask rules over logical
 // positions"): every kernel and kept_keys against the per-element oracle on
 // random combinations of every rule, and cases written from the peers' own
 // definitions (llama.cpp's SWA and chunked SWA, Llama 4 chunks, Gemma 3

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The softmax extensions (DESIGN.md, "Softmax extensions (v2)"): learned
+// The softmax extensions (docs/SEMANTICS.md, "Softmax extensions"): learned
 // sink logits, in-kernel ALiBi, row log-sum-exp with the split-row merge,
 // and kept-only writes, on every compiled target and row type, against the
 // double-precision oracle (src/reference.cc) and against the formulations

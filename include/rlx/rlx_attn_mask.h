@@ -225,7 +225,7 @@ typedef enum {
  * initialised, garbage, or a newer header's) is RLX_INVALID_ARGUMENT with a
  * message naming it; the library never reads past it. */
 
-/* How scores are masked (DESIGN.md, "Mask rules over logical positions").
+/* How scores are masked (docs/SEMANTICS.md, "Mask rules over logical positions").
  *
  * Every query row and key slot has a logical position: by default
  * p_q = query_offset(b) + q and p_k = k; q_position / k_position override
@@ -286,7 +286,7 @@ typedef struct {
   rlx_dense_kind dense;      /* a dense part on top of a structured kind */
 } rlx_mask_spec;
 
-/* Softmax options (DESIGN.md, "Softmax extensions"). Pass NULL for the
+/* Softmax options (docs/SEMANTICS.md, "Softmax extensions"). Pass NULL for the
  * defaults, or a struct set up by rlx_softmax_options_init (scale 1, no
  * softcap, no sinks, no ALiBi, no row_lse, zero_masked true). */
 typedef struct {

@@ -38,7 +38,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask,
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                 float fill = kNegInf);
 
-// DESIGN.md, "Softmax extensions (v2)".
+// docs/SEMANTICS.md, "Softmax extensions".
 struct SoftmaxOptions {
   float scale = 1.0f;    // multiplies every score first
   float softcap = 0.0f;  // c > 0: x -> c * tanh(x / c), after scale and

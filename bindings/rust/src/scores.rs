@@ -139,7 +139,7 @@ mod private {
     impl Sealed for super::F16 {}
 }
 
-/// A mask kind (DESIGN.md, "Mask rules over logical positions"). Structured
+/// A mask kind (docs/SEMANTICS.md, "Mask rules over logical positions"). Structured
 /// kinds are computed per row as a few kept key intervals; dense kinds read
 /// a contiguous tensor of `Shape` (each extent the scores' or 1 =
 /// broadcast; k_len the scores'). The rules (windows counted the peers'
@@ -455,7 +455,7 @@ fn words(k_len: usize) -> usize {
     k_len / 64 + usize::from(k_len % 64 != 0)
 }
 
-/// Options of the masked softmax (DESIGN.md, "Softmax extensions"). Start
+/// Options of the masked softmax (docs/SEMANTICS.md, "Softmax extensions"). Start
 /// from `SoftmaxOptions::default()` (scale 1, nothing else) and use the
 /// builders; the per-head arrays are checked against the tensor's heads.
 #[derive(Clone, Copy, Debug, PartialEq)]
