@@ -12,8 +12,14 @@ set -euo pipefail
 arch=$(dpkg --print-architecture)
 native=(cmake ninja-build g++ clang libclang-rt-14-dev libhwy-dev libgtest-dev
         libgmock-dev libbenchmark-dev pkg-config qemu-user
-        g++-aarch64-linux-gnu libc6-dev-arm64-cross cargo)
+        g++-aarch64-linux-gnu libc6-dev-arm64-cross cargo
+        python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch
+        python3-pytest)
 # cargo (Debian's, rustc 1.63) is for the rust leg (bindings/rust).
+# python3-dev, pybind11-dev, python3-pybind11, python3-numpy, python3-torch
+# and python3-pytest are the Python module's (bindings/python), built and
+# tested (pytest under ctest) by the python leg; they install into Debian's
+# system python3, which bindings/python/CMakeLists.txt prefers.
 # gmock is its own package (the tests link GTest::gmock); the aarch64 build
 # builds the benchmarks too, so that they are known to compile for SVE.
 # libc6:arm64 (a dependency anyway) is the runtime the tests run on under

@@ -16,6 +16,7 @@
 #   aarch64-sve256  the same tree under qemu -cpu max,sve256=on (SVE_256)
 #   aarch64-sve2    the same tree under qemu -cpu max (512-bit SVE2)
 #   fuzz            libFuzzer, clang ASan+UBSan, RLX_FUZZ_SECONDS (cache, 60)
+#   python          the Python module: pytest (NumPy, PyTorch) under ctest
 #   rust            the Rust crate: cargo test --offline (the seed's tests)
 # Prints each leg's time and result, ctest's output of every failed test, and
 # a last line `N passed, N failed` counting ctest's tests over all legs (a leg
@@ -25,9 +26,9 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
 all=(release x86-avx2 asan shared aarch64-neon aarch64-sve256 aarch64-sve2
-     fuzz rust)
+     fuzz python rust)
 case "${1:-}" in
-  -h | --help) sed -n '3,23s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h | --help) sed -n '3,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
   --list) printf '%s\n' "${all[@]}"; exit 0 ;;
 esac
 legs=("$@")

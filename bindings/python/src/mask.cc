@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+#include "bindings/python/src/mask.h"
+
+#include <string>
+
+namespace rlx::python {
+namespace {
+
+constexpr const char* kBuild = "MaskSpec";
+
+// A dense part: rank 1 to 4, padded on the left with broadcast axes of 1
+// (NumPy's broadcasting), the last axis contiguous, no negative strides.
+struct DenseLayout {
+  Shape4 shape;  // keep_bits: k_len holds the word count until Bind
+  Strides3 strides;
+};
+
+DenseLayout LayoutOf(const Array& a, const char* name) {
+  if (a.ndim() < 1 || a.ndim() > 4) {
+    ThrowValue(std::string(kBuild) + "." + name +
+               ": the array must have 1 to 4 axes ([batch, heads, q_len, "
+               "k_len], leading ones may be left out), got shape " +
+               ShapeString(a));
+  }
+  std::int64_t e[4] = {1, 1, 1, 1}, s[4] = {0, 0, 0, 1};
+  const std::size_t pad = 4 - a.ndim();
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    e[pad + i] = a.shape()[i];
+    s[pad + i] = a.strides()[i];
+  }
+  if (e[3] > 1 && s[3] != 1) {
+    ThrowValue(std::string(kBuild) + "." + name +
+               ": the last (key) axis must be contiguous, but its stride is " +
+               std::to_string(s[3]) + " elements (shape " + ShapeString(a) +
+               ")");
+  }
+  for (int i = 0; i < 3; ++i) {
+    if (e[i] <= 1) {
+      s[i] = 0;
+    } else if (s[i] < 0) {
+      ThrowValue(std::string(kBuild) + "." + name + ": axis " +
+                 std::to_string(i - static_cast<int>(pad)) +
+                 " has a negative stride (shape " + ShapeString(a) + ")");
+    }
+  }
+  DenseLayout l;
+  l.shape = {static_cast<std::size_t>(e[0]), static_cast<std::size_t>(e[1]),
+             static_cast<std::size_t>(e[2]), static_cast<std::size_t>(e[3])};
+  l.strides = {static_cast<std::size_t>(s[0]), static_cast<std::size_t>(s[1]),
+               static_cast<std::size_t>(s[2])};
+  return l;
+}
+
+struct DenseOf {
+  ArrayPtr array;
+  DenseKind kind;
+  DenseLayout layout;
+};
+
+DenseOf MakeDense(const py::handle& obj, Mask::DenseArg arg, const char* name) {
+  const std::string who = std::string(kBuild) + "." + name;
+  DenseOf d{Array::From(obj, who.c_str(), "array"), DenseKind::kNone, {}};
+  const DType t = d.array->dtype();
+  switch (arg) {
+    case Mask::DenseArg::kKeep:
+      if (t == DType::kF32) {
+        d.kind = DenseKind::kKeepF32;
+      } else if (t == DType::kU8 || t == DType::kBool) {
+        d.kind = DenseKind::kKeepU8;
+      } else {
+        ThrowDType(who +
+                   ": a keep mask must be float32 (kept iff >= 0.5), "
+                   "uint8 or bool (kept iff != 0), got " +
+                   DTypeName(t));
+      }
+      break;
+    case Mask::DenseArg::kBias:
+      if (t != DType::kF32) {
+        ThrowDType(who + ": a bias must be float32, got " + DTypeName(t));
+      }
+      d.kind = DenseKind::kBias;
+      break;
+    case Mask::DenseArg::kBits:
+      if (t != DType::kU64 && t != DType::kI64) {
+        ThrowDType(who + ": keep bits must be uint64 (or int64) words, got " +
+                   DTypeName(t));
+      }
+      d.kind = DenseKind::kKeepBits;
+      break;
+  }
+  d.layout = LayoutOf(*d.array, name);
+  return d;
+}
+
+// An optional array argument: None gives null.
+ArrayPtr Optional(const py::handle& obj, const char* who, const char* name,
+                  DType dtype) {
+  if (obj.is_none()) return nullptr;
+  ArrayPtr a = Array::From(obj, who, name);
+  if (a->dtype() != dtype) {
+    ThrowDType(std::string(who) + ": " + name + " must be " + DTypeName(dtype) +
+               ", got " + DTypeName(a->dtype()));
+  }
+  if (!a->c_contiguous()) {
+    ThrowValue(std::string(who) + ": " + name +
+               " must be C-contiguous, got shape " + ShapeString(*a));
+  }
+  return a;
+}
+
+// Per-batch arrays: `per_batch` entries for each batch, C-contiguous.
+void CheckBatches(const char* who, const char* name, const ArrayPtr& a,
+                  std::size_t per_batch, const Shape4& shape,
+                  const std::size_t* batch_index) {
+  if (!a) return;
+  const std::size_t n = a->size();
+  const bool ok =
+      batch_index == nullptr
+          ? n == shape.batch * per_batch
+          : per_batch > 0 && n % per_batch == 0 && n / per_batch > *batch_index;
+  if (!ok) {
+    const std::string need =
+        batch_index == nullptr
+            ? std::to_string(shape.batch) + " x " + std::to_string(per_batch) +
+                  " = " + std::to_string(shape.batch * per_batch) + " elements"
+            : "whole batches of " + std::to_string(per_batch) +
+                  " elements, more than " + std::to_string(*batch_index);
+    ThrowValue(std::string(who) + ": mask " + name + " has shape " +
+               ShapeString(*a) + " but needs " + need + " for scores " +
+               ShapeString(shape));
+  }
+}
+
+}  // namespace
+
+Mask Mask::Dense(const py::handle& array, DenseArg kind) {
+  const char* name = kind == DenseArg::kKeep   ? "keep"
+                     : kind == DenseArg::kBias ? "bias"
+                                               : "keep_bits";
+  DenseOf d = MakeDense(array, kind, name);
+  Mask m;
+  switch (d.kind) {
+    case DenseKind::kKeepF32:
+      m.spec = MaskSpec::keep(static_cast<const float*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kKeepU8:
+      m.spec = MaskSpec::keep(static_cast<const std::uint8_t*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kBias:
+      m.spec = MaskSpec::bias(static_cast<const float*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kKeepBits:
+      m.spec = MaskSpec::keep_bits(
+          static_cast<const std::uint64_t*>(d.array->data()), d.layout.shape);
+      break;
+    case DenseKind::kNone:
+      break;
+  }
+  m.spec = m.spec.with_strides(d.layout.strides);
+  m.dense = d.array;
+  m.dense_bits = d.kind == DenseKind::kKeepBits;
+  return m;
+}
+
+Mask Mask::WithDense(const py::handle& array, DenseArg kind) const {
+  const char* name = kind == DenseArg::kKeep   ? "with_keep"
+                     : kind == DenseArg::kBias ? "with_bias"
+                                               : "with_keep_bits";
+  DenseOf d = MakeDense(array, kind, name);
+  Mask m = *this;
+  switch (d.kind) {
+    case DenseKind::kKeepF32:
+      m.spec = spec.with_keep(static_cast<const float*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kKeepU8:
+      m.spec = spec.with_keep(static_cast<const std::uint8_t*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kBias:
+      m.spec = spec.with_bias(static_cast<const float*>(d.array->data()),
+                              d.layout.shape);
+      break;
+    case DenseKind::kKeepBits:
+      m.spec = spec.with_keep_bits(
+          static_cast<const std::uint64_t*>(d.array->data()), d.layout.shape);
+      break;
+    case DenseKind::kNone:
+      break;
+  }
+  m.spec = m.spec.with_strides(d.layout.strides);
+  m.dense = d.array;
+  m.dense_bits = d.kind == DenseKind::kKeepBits;
+  return m;
+}
+
+Mask Mask::WithQueryOffsets(const py::handle& offsets) const {
+  Mask m = *this;
+  m.query_offsets =
+      Optional(offsets, "MaskSpec.with_query_offsets", "offsets", DType::kI64);
+  m.spec = spec.with_query_offsets(
+      m.query_offsets
+          ? static_cast<const std::int64_t*>(m.query_offsets->data())
+          : nullptr);
+  return m;
+}
+
+Mask Mask::WithPrefix(const py::handle& prefix_end_per_batch) const {
+  Mask m = *this;
+  m.prefix_end = Optional(prefix_end_per_batch, "MaskSpec.with_prefix",
+                          "prefix_end", DType::kI64);
+  m.spec = spec.with_prefix(
+      m.prefix_end ? static_cast<const std::int64_t*>(m.prefix_end->data())
+                   : nullptr);
+  return m;
+}
+
+Mask Mask::WithSegments(const py::handle& q_seg,
+                        const py::handle& k_seg) const {
+  Mask m = *this;
+  m.q_segment =
+      Optional(q_seg, "MaskSpec.with_segments", "q_segments", DType::kI32);
+  m.k_segment =
+      Optional(k_seg, "MaskSpec.with_segments", "k_segments", DType::kI32);
+  m.spec = spec.with_segments(
+      m.q_segment ? static_cast<const std::int32_t*>(m.q_segment->data())
+                  : nullptr,
+      m.k_segment ? static_cast<const std::int32_t*>(m.k_segment->data())
+                  : nullptr);
+  return m;
+}
+
+Mask Mask::WithPositions(const py::handle& q_pos,
+                         const py::handle& k_pos) const {
+  Mask m = *this;
+  m.q_position =
+      Optional(q_pos, "MaskSpec.with_positions", "q_positions", DType::kI64);
+  m.k_position =
+      Optional(k_pos, "MaskSpec.with_positions", "k_positions", DType::kI64);
+  m.spec = spec.with_positions(
+      m.q_position ? static_cast<const std::int64_t*>(m.q_position->data())
+                   : nullptr,
+      m.k_position ? static_cast<const std::int64_t*>(m.k_position->data())
+                   : nullptr);
+  return m;
+}
+
+MaskSpec Mask::Bind(const char* who, const Shape4& shape,
+                    const std::size_t* batch_index) const {
+  MaskSpec s = spec;
+  if (dense_bits) {
+    const std::size_t words = shape.k_len / 64 + (shape.k_len % 64 != 0);
+    if (s.shape.k_len != words) {
+      ThrowValue(std::string(who) + ": keep_bits mask has " +
+                 std::to_string(s.shape.k_len) + " words per row, but k_len " +
+                 std::to_string(shape.k_len) +
+                 " needs ceil(k_len / 64) = " + std::to_string(words));
+    }
+    s.shape.k_len = shape.k_len;
+  }
+  CheckBatches(who, "query_offsets", query_offsets, 1, shape, batch_index);
+  CheckBatches(who, "prefix_end", prefix_end, 1, shape, batch_index);
+  CheckBatches(who, "q_segments", q_segment, shape.q_len, shape, batch_index);
+  CheckBatches(who, "k_segments", k_segment, shape.k_len, shape, batch_index);
+  CheckBatches(who, "q_positions", q_position, shape.q_len, shape, batch_index);
+  CheckBatches(who, "k_positions", k_position, shape.k_len, shape, batch_index);
+  return s;
+}
+
+std::string Mask::Repr() const {
+  static constexpr const char* kKinds[] = {
+      "none", "causal", "sliding_window", "decode",
+      "keep", "keep",   "bias",           "keep_bits"};
+  const auto kind_index = static_cast<std::size_t>(spec.kind);
+  std::string r = std::string("MaskSpec.") +
+                  (kind_index < 8 ? kKinds[kind_index] : "?") + "(";
+  switch (spec.kind) {
+    case MaskKind::kSlidingWindow:
+      r += std::to_string(spec.window);
+      break;
+    case MaskKind::kDecode:
+      r += std::to_string(spec.past) + ", " + std::to_string(spec.upper) +
+           ", window=" + std::to_string(spec.window);
+      break;
+    case MaskKind::kKeepF32:
+    case MaskKind::kKeepU8:
+    case MaskKind::kBias:
+    case MaskKind::kKeepBits:
+      r += ShapeString(*dense);
+      break;
+    case MaskKind::kNone:
+    case MaskKind::kCausal:
+      break;
+  }
+  r += ")";
+  if (query_offsets) r += ".with_query_offsets(...)";
+  if (spec.window_keys) {
+    r += ".with_window_keys(" + std::to_string(spec.window_keys) + ")";
+  }
+  if (spec.chunk) r += ".with_chunk(" + std::to_string(spec.chunk) + ")";
+  if (spec.sink_keys) {
+    r += ".with_sink_keys(" + std::to_string(spec.sink_keys) + ")";
+  }
+  if (prefix_end) r += ".with_prefix(...)";
+  if (q_segment || k_segment) r += ".with_segments(...)";
+  if (q_position || k_position) r += ".with_positions(...)";
+  switch (spec.dense) {
+    case DenseKind::kKeepF32:
+    case DenseKind::kKeepU8:
+      r += ".with_keep(" + ShapeString(*dense) + ")";
+      break;
+    case DenseKind::kKeepBits:
+      r += ".with_keep_bits(" + ShapeString(*dense) + ")";
+      break;
+    case DenseKind::kBias:
+      r += ".with_bias(" + ShapeString(*dense) + ")";
+      break;
+    case DenseKind::kNone:
+      break;
+  }
+  return r;
+}
+
+}  // namespace rlx::python
