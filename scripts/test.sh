@@ -9,7 +9,7 @@
 #   cmake --workflow --preset LEG
 # Legs (CMakePresets.json says what each builds and expects):
 #   release         Release, ctest on this CPU: every x86 target it supports
-#   x86-avx2        Release under qemu-x86_64 -cpu Haswell-v4 (AVX2 CPU)
+#   x86-avx2        the release tree under qemu-x86_64 -cpu Haswell-v4 (AVX2)
 #   asan            Debug with ASan and UBSan, this CPU
 #   shared          shared library; installed-package consumers (find_package)
 #   aarch64-neon    aarch64 cross build under qemu -cpu cortex-a57 (NEON)
