@@ -26,6 +26,7 @@
 #include "rlx/softmax_merge.h"
 #include "rlx/targets.h"
 #include "src/c_api_error.h"
+#include "src/mask_field_list.h"
 #include "src/mask_kind_list.h"
 
 // The opaque handle: a ladder is immutable once built.
@@ -99,6 +100,15 @@ rlx::Shape4 ToShape(const rlx_shape4& s) {
 
 rlx::Strides3 ToStrides(const rlx_strides3& s) {
   return {s.batch, s.head, s.row};
+}
+
+// A C mask field as its C++ field (ToMask): extents and strides convert,
+// sizes and pointers are the same.
+rlx::Shape4 FromC(const rlx_shape4& s) { return ToShape(s); }
+rlx::Strides3 FromC(const rlx_strides3& s) { return ToStrides(s); }
+template <class T>
+T FromC(T v) {
+  return v;
 }
 
 // The integer a C caller stored in an enum field. Read through memcpy: in
@@ -215,30 +225,30 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
            static_cast<long long>(RawValue(m.dense)));
     return std::nullopt;
   }
-  // Every field through a structured binding of all of them: a field added
-  // to MaskSpec (a new rule) makes the binding fail to compile until it is
-  // mapped here too (and so has a place in rlx_mask_spec).
+  // Every field of the list (src/mask_field_list.h), from the C field of
+  // the same name: a field added to MaskSpec and the list fails to compile
+  // here until rlx_mask_spec has it. The kind and the dense kind are
+  // converted above.
   rlx::MaskSpec spec;
-  auto& [kind_, window, past, upper, data, shape, strides, query_offsets,
-         window_keys, chunk, sink_keys, prefix_end, q_segment, k_segment,
-         q_position, k_position, dense_] = spec;
-  kind_ = *kind;
-  window = m.window;
-  past = m.past;
-  upper = m.upper;
-  data = m.data;
-  shape = ToShape(m.shape);
-  strides = ToStrides(m.strides);
-  query_offsets = m.query_offsets;
-  window_keys = m.window_keys;
-  chunk = m.chunk;
-  sink_keys = m.sink_keys;
-  prefix_end = m.prefix_end;
-  q_segment = m.q_segment;
-  k_segment = m.k_segment;
-  q_position = m.q_position;
-  k_position = m.k_position;
-  dense_ = *dense;
+  spec.kind = *kind;
+  spec.dense = *dense;
+#define RLX_MAP_kKind(field)
+#define RLX_MAP_kDenseKind(field)
+#define RLX_MAP_kKindArg(field) spec.field = FromC(m.field);
+#define RLX_MAP_kDense(field) spec.field = FromC(m.field);
+#define RLX_MAP_kPosition(field) spec.field = FromC(m.field);
+#define RLX_MAP_kExtent(field) spec.field = FromC(m.field);
+#define RLX_MAP_kRule(field) spec.field = FromC(m.field);
+#define RLX_MAP(field, role) RLX_MAP_##role(field)
+  RLX_MASK_FIELD_LIST(RLX_MAP, RLX_MASK_FIELD_NOTHING)
+#undef RLX_MAP
+#undef RLX_MAP_kKind
+#undef RLX_MAP_kDenseKind
+#undef RLX_MAP_kKindArg
+#undef RLX_MAP_kDense
+#undef RLX_MAP_kPosition
+#undef RLX_MAP_kExtent
+#undef RLX_MAP_kRule
   return spec;
 }
 

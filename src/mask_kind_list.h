@@ -27,13 +27,14 @@
   X(kBias, RLX_MASK_BIAS, kBias, "bias")                              \
   X(kKeepBits, RLX_MASK_KEEP_BITS, kKeepBits, "keep_bits")
 
-// X(DenseKind enumerator, C constant, name), in enumerator order.
-#define RLX_DENSE_KIND_LIST(X)                   \
-  X(kNone, RLX_DENSE_NONE, "none")               \
-  X(kKeepF32, RLX_DENSE_KEEP_F32, "keep_f32")    \
-  X(kKeepU8, RLX_DENSE_KEEP_U8, "keep_u8")       \
-  X(kKeepBits, RLX_DENSE_KEEP_BITS, "keep_bits") \
-  X(kBias, RLX_DENSE_BIAS, "bias")
+// X(DenseKind enumerator, C constant, name, what error messages call it),
+// in enumerator order.
+#define RLX_DENSE_KIND_LIST(X)                                    \
+  X(kNone, RLX_DENSE_NONE, "none", "none")                        \
+  X(kKeepF32, RLX_DENSE_KEEP_F32, "keep_f32", "f32 keep mask")    \
+  X(kKeepU8, RLX_DENSE_KEEP_U8, "keep_u8", "u8 keep mask")        \
+  X(kKeepBits, RLX_DENSE_KEEP_BITS, "keep_bits", "bit keep mask") \
+  X(kBias, RLX_DENSE_BIAS, "bias", "bias")
 
 namespace rlx::kinds {
 
@@ -70,9 +71,21 @@ constexpr const char* NameOf(MaskKind kind) {
 
 constexpr const char* NameOf(DenseKind kind) {
   switch (kind) {
-#define RLX_KIND_CASE(k, c_name, name) \
-  case DenseKind::k:                   \
+#define RLX_KIND_CASE(k, c_name, name, message) \
+  case DenseKind::k:                            \
     return name;
+    RLX_DENSE_KIND_LIST(RLX_KIND_CASE)
+#undef RLX_KIND_CASE
+  }
+  return "?";
+}
+
+// What error messages call a dense kind.
+constexpr const char* MessageNameOf(DenseKind kind) {
+  switch (kind) {
+#define RLX_KIND_CASE(k, c_name, name, message) \
+  case DenseKind::k:                            \
+    return message;
     RLX_DENSE_KIND_LIST(RLX_KIND_CASE)
 #undef RLX_KIND_CASE
   }

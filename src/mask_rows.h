@@ -20,6 +20,7 @@
 #include <limits>
 
 #include "rlx/scores.h"
+#include "src/mask_field_list.h"
 
 namespace rlx::detail {
 
@@ -65,9 +66,9 @@ inline Rules RulesOf(const MaskSpec& mask) {
   r.segments = mask.q_segment != nullptr;
   r.per_element = r.explicit_keys || r.segments ||
                   (r.dense != DenseKind::kNone && r.dense != DenseKind::kBias);
-  r.dense_only = !r.causal && r.window == 0 && r.chunk == 0 && r.sink == 0 &&
-                 mask.prefix_end == nullptr && !r.segments &&
-                 mask.q_position == nullptr && !r.explicit_keys &&
+  // No rule field of the list (src/mask_field_list.h) set: a new rule
+  // makes a mask leave the dense-only path without a change here.
+  r.dense_only = !r.causal && r.window == 0 && !fields::AnyRuleSet(mask) &&
                  r.dense != DenseKind::kNone && r.dense != DenseKind::kKeepBits;
   return r;
 }

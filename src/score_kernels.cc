@@ -40,6 +40,8 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 #include "src/checked_size.h"
 #include "src/dispatch.h"
+#include "src/mask_field_list.h"
+#include "src/mask_kind_list.h"
 #include "src/mask_rows.h"
 #include "src/softmax_rows.h"
 
@@ -119,21 +121,8 @@ void CheckRows(const char* who, const Shape4& shape, RowRange rows) {
   }
 }
 
-const char* DenseName(DenseKind dense) {
-  switch (dense) {
-    case DenseKind::kNone:
-      return "none";
-    case DenseKind::kKeepF32:
-      return "f32 keep mask";
-    case DenseKind::kKeepU8:
-      return "u8 keep mask";
-    case DenseKind::kKeepBits:
-      return "bit keep mask";
-    case DenseKind::kBias:
-      return "bias";
-  }
-  return "?";
-}
+// From the kind list (src/mask_kind_list.h).
+const char* DenseName(DenseKind dense) { return kinds::MessageNameOf(dense); }
 
 void CheckDense(const char* who, const MaskSpec& mask, DenseKind dense,
                 const Shape4& scores) {
@@ -183,19 +172,9 @@ void CheckRuleExtent(const char* who, const char* name, std::size_t value) {
   }
 }
 
+// From the kind list (src/mask_kind_list.h): its rows are 0, 1, ...
 bool IsMaskKind(MaskKind kind) {
-  switch (kind) {
-    case MaskKind::kNone:
-    case MaskKind::kCausal:
-    case MaskKind::kSlidingWindow:
-    case MaskKind::kDecode:
-    case MaskKind::kKeepF32:
-    case MaskKind::kKeepU8:
-    case MaskKind::kBias:
-    case MaskKind::kKeepBits:
-      return true;
-  }
-  return false;
+  return static_cast<std::size_t>(kind) < kinds::kMaskKindCount;
 }
 
 void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
@@ -230,9 +209,24 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
       }
       break;
   }
-  CheckRuleExtent(who, "window_keys", mask.window_keys);
-  CheckRuleExtent(who, "chunk", mask.chunk);
-  CheckRuleExtent(who, "sink_keys", mask.sink_keys);
+  // Every kExtent field of the list (src/mask_field_list.h).
+#define RLX_CHECK_kKind(field)
+#define RLX_CHECK_kKindArg(field)
+#define RLX_CHECK_kDense(field)
+#define RLX_CHECK_kDenseKind(field)
+#define RLX_CHECK_kPosition(field)
+#define RLX_CHECK_kRule(field)
+#define RLX_CHECK_kExtent(field) CheckRuleExtent(who, #field, mask.field);
+#define RLX_CHECK(field, role) RLX_CHECK_##role(field)
+  RLX_MASK_FIELD_LIST(RLX_CHECK, RLX_MASK_FIELD_NOTHING)
+#undef RLX_CHECK
+#undef RLX_CHECK_kKind
+#undef RLX_CHECK_kKindArg
+#undef RLX_CHECK_kDense
+#undef RLX_CHECK_kDenseKind
+#undef RLX_CHECK_kPosition
+#undef RLX_CHECK_kRule
+#undef RLX_CHECK_kExtent
   if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
     Fail(who, std::string("segments need both sides, but ") +
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +

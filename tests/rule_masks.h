@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rlx/scores.h"
+#include "src/mask_field_list.h"
 #include "src/mask_kind_list.h"
 
 namespace rlx::testing {
@@ -97,6 +98,50 @@ enum RuleBit : unsigned {
   kKPositions = 1u << 7,
 };
 inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
+
+// The RuleBit that draws each field of the list (src/mask_field_list.h), 0
+// for the fields the kind or the dense part draws: a field added to the
+// list fails to compile here (-Werror=switch) until the tests draw it.
+constexpr unsigned RuleBitOf(fields::MaskField f) {
+  using F = fields::MaskField;
+  switch (f) {
+    case F::kind:
+    case F::window:
+    case F::past:
+    case F::upper:
+    case F::data:
+    case F::shape:
+    case F::strides:
+    case F::dense:
+      return 0;
+    case F::query_offsets:
+      return kQueryOffsets;
+    case F::window_keys:
+      return kWindowKeys;
+    case F::chunk:
+      return kChunk;
+    case F::sink_keys:
+      return kSinkKeys;
+    case F::prefix_end:
+      return kPrefix;
+    case F::q_segment:
+    case F::k_segment:
+      return kSegments;
+    case F::q_position:
+      return kQPositions;
+    case F::k_position:
+      return kKPositions;
+  }
+  return 0;
+}
+constexpr bool EveryRuleFieldHasABit() {
+  for (const fields::MaskField f : fields::kAllMaskFields) {
+    if (fields::IsRuleField(f) != (RuleBitOf(f) != 0)) return false;
+  }
+  return true;
+}
+static_assert(EveryRuleFieldHasABit(),
+              "a rule field of src/mask_field_list.h that RulesOf does not draw");
 struct RuleCombination {
   MaskKind kind = MaskKind::kNone;
   unsigned rules = 0;

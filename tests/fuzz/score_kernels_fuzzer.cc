@@ -26,6 +26,7 @@
 
 #include "rlx/score_kernels.h"
 #include "rlx/targets.h"
+#include "src/mask_field_list.h"
 #include "src/mask_kind_list.h"
 #include "src/reference.h"
 #include "tests/score_check.h"
@@ -156,6 +157,50 @@ std::int64_t Position(Reader& r, std::size_t k_len) {
   return static_cast<std::int64_t>(r.Pick(k_len + 6)) - 3;
 }
 
+// The flag bit that draws each field of the list (src/mask_field_list.h),
+// 0 for the fields the kind or the dense part draws: a field added to the
+// list fails to compile here (-Werror=switch) until the fuzzer draws it.
+constexpr std::uint32_t FlagOf(fields::MaskField f) {
+  using F = fields::MaskField;
+  switch (f) {
+    case F::kind:
+    case F::window:
+    case F::past:
+    case F::upper:
+    case F::data:
+    case F::shape:
+    case F::strides:
+      return 0;
+    case F::query_offsets:
+      return 1;
+    case F::window_keys:
+      return 2;
+    case F::chunk:
+      return 4;
+    case F::sink_keys:
+      return 8;
+    case F::prefix_end:
+      return 16;
+    case F::q_segment:
+    case F::k_segment:
+      return 32;
+    case F::q_position:
+    case F::k_position:
+      return 64;
+    case F::dense:
+      return 128;
+  }
+  return 0;
+}
+constexpr bool EveryRuleFieldHasAFlag() {
+  for (const fields::MaskField f : fields::kAllMaskFields) {
+    if (fields::IsRuleField(f) && FlagOf(f) == 0) return false;
+  }
+  return true;
+}
+static_assert(EveryRuleFieldHasAFlag(),
+              "a rule field of src/mask_field_list.h the fuzzer does not draw");
+
 Case Decode(Reader& r) {
   Case c;
   c.type = static_cast<ScoreType>(r.Pick(3));
@@ -189,7 +234,7 @@ Case Decode(Reader& r) {
       break;
   }
   // The rules, each present or not, on every kind. One flag byte: bit i
-  // draws rule i.
+  // draws rule i (FlagOf says which field each bit draws).
   const std::uint32_t rules = r.Byte();
   if (rules & 1) {
     for (std::size_t b = 0; b < c.shape.batch; ++b) {

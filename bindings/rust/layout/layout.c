@@ -6,6 +6,7 @@
 #include <stddef.h>
 
 #include "rlx/rlx_attn_mask.h"
+#include "src/mask_field_list.h"
 
 typedef struct {
   const char* name;
@@ -32,23 +33,11 @@ static const rlx_layout_entry kLayout[] = {
     RLX_OFFSET(rlx_score_view, strides),
     RLX_SIZE(rlx_mask_spec),
     RLX_OFFSET(rlx_mask_spec, struct_size),
-    RLX_OFFSET(rlx_mask_spec, kind),
-    RLX_OFFSET(rlx_mask_spec, window),
-    RLX_OFFSET(rlx_mask_spec, past),
-    RLX_OFFSET(rlx_mask_spec, upper),
-    RLX_OFFSET(rlx_mask_spec, data),
-    RLX_OFFSET(rlx_mask_spec, shape),
-    RLX_OFFSET(rlx_mask_spec, strides),
-    RLX_OFFSET(rlx_mask_spec, query_offsets),
-    RLX_OFFSET(rlx_mask_spec, window_keys),
-    RLX_OFFSET(rlx_mask_spec, chunk),
-    RLX_OFFSET(rlx_mask_spec, sink_keys),
-    RLX_OFFSET(rlx_mask_spec, prefix_end),
-    RLX_OFFSET(rlx_mask_spec, q_segment),
-    RLX_OFFSET(rlx_mask_spec, k_segment),
-    RLX_OFFSET(rlx_mask_spec, q_position),
-    RLX_OFFSET(rlx_mask_spec, k_position),
-    RLX_OFFSET(rlx_mask_spec, dense),
+    /* Every field of the list that rlx::MaskSpec is (src/mask_field_list.h):
+     * a field added there must reach the Rust declarations too. */
+#define RLX_MASK_FIELD_OFFSET(field, role) RLX_OFFSET(rlx_mask_spec, field),
+    RLX_MASK_FIELD_LIST(RLX_MASK_FIELD_OFFSET, RLX_MASK_FIELD_NOTHING)
+#undef RLX_MASK_FIELD_OFFSET
     RLX_SIZE(rlx_softmax_options),
     RLX_OFFSET(rlx_softmax_options, struct_size),
     RLX_OFFSET(rlx_softmax_options, scale),
