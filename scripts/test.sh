@@ -11,6 +11,7 @@
 #   release         Release, ctest on this CPU: every x86 target it supports
 #   x86-avx2        the release tree under qemu-x86_64 -cpu Haswell-v4 (AVX2)
 #   asan            Debug with ASan and UBSan, this CPU
+#   tsan            ThreadSanitizer: the thread tests alone
 #   shared          shared library; installed-package consumers (find_package)
 #   aarch64-neon    aarch64 cross build under qemu -cpu cortex-a57 (NEON)
 #   aarch64-sve256  the same tree under qemu -cpu max,sve256=on (SVE_256)
@@ -25,10 +26,10 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 
-all=(release x86-avx2 asan shared aarch64-neon aarch64-sve256 aarch64-sve2
+all=(release x86-avx2 asan tsan shared aarch64-neon aarch64-sve256 aarch64-sve2
      fuzz python rust)
 case "${1:-}" in
-  -h | --help) sed -n '3,24s/^# \{0,1\}//p' "$0"; exit 0 ;;
+  -h | --help) sed -n '3,25s/^# \{0,1\}//p' "$0"; exit 0 ;;
   --list) printf '%s\n' "${all[@]}"; exit 0 ;;
 esac
 legs=("$@")
