@@ -8,6 +8,12 @@ namespace {
 
 constexpr const char* kBuild = "MaskSpec";
 
+// An optional rule array's elements, or nullptr where it is absent.
+template <class T>
+const T* DataOf(const ArrayPtr& array) {
+  return array ? static_cast<const T*>(array->data()) : nullptr;
+}
+
 // A dense part: rank 1 to 4, padded on the left with broadcast axes of 1
 // (NumPy's broadcasting), the last axis contiguous, no negative strides.
 struct DenseLayout {
@@ -201,10 +207,7 @@ Mask Mask::WithQueryOffsets(const py::handle& offsets) const {
   Mask m = *this;
   m.query_offsets =
       Optional(offsets, "MaskSpec.with_query_offsets", "offsets", DType::kI64);
-  m.spec = spec.with_query_offsets(
-      m.query_offsets
-          ? static_cast<const std::int64_t*>(m.query_offsets->data())
-          : nullptr);
+  m.spec = spec.with_query_offsets(DataOf<std::int64_t>(m.query_offsets));
   return m;
 }
 
@@ -213,8 +216,7 @@ Mask Mask::WithPrefix(const py::handle& prefix_end_per_batch) const {
   m.prefix_end = Optional(prefix_end_per_batch, "MaskSpec.with_prefix",
                           "prefix_end", DType::kI64);
   m.spec = spec.with_prefix(
-      m.prefix_end ? static_cast<const std::int64_t*>(m.prefix_end->data())
-                   : nullptr);
+      DataOf<std::int64_t>(m.prefix_end));
   return m;
 }
 
@@ -226,10 +228,8 @@ Mask Mask::WithSegments(const py::handle& q_seg,
   m.k_segment =
       Optional(k_seg, "MaskSpec.with_segments", "k_segments", DType::kI32);
   m.spec = spec.with_segments(
-      m.q_segment ? static_cast<const std::int32_t*>(m.q_segment->data())
-                  : nullptr,
-      m.k_segment ? static_cast<const std::int32_t*>(m.k_segment->data())
-                  : nullptr);
+      DataOf<std::int32_t>(m.q_segment),
+      DataOf<std::int32_t>(m.k_segment));
   return m;
 }
 
@@ -241,10 +241,8 @@ Mask Mask::WithPositions(const py::handle& q_pos,
   m.k_position =
       Optional(k_pos, "MaskSpec.with_positions", "k_positions", DType::kI64);
   m.spec = spec.with_positions(
-      m.q_position ? static_cast<const std::int64_t*>(m.q_position->data())
-                   : nullptr,
-      m.k_position ? static_cast<const std::int64_t*>(m.k_position->data())
-                   : nullptr);
+      DataOf<std::int64_t>(m.q_position),
+      DataOf<std::int64_t>(m.k_position));
   return m;
 }
 
