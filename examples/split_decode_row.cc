@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// One long decode row split over two threads and merged (docs/SEMANTICS.md, "Row
-// log-sum-exp"): a 32768-key decode step (past 32000 real keys, padding,
+// One long decode row split over two threads and merged (docs/SEMANTICS.md,
+// "Row log-sum-exp"): a 32768-key decode step (past 32000 real keys, padding,
 // the new token at slot upper) with gpt-oss sinks and ALiBi, as an executor
 // that splits long rows would run it:
 //

@@ -32,15 +32,27 @@
 #ifndef RLX_SRC_MASK_FIELD_LIST_H_
 #define RLX_SRC_MASK_FIELD_LIST_H_
 
-#define RLX_MASK_FIELD_LIST(X, SEP)                                         \
-  X(kind, kKind) SEP() X(window, kKindArg) SEP() X(past, kKindArg) SEP()    \
-  X(upper, kKindArg) SEP() X(data, kDense) SEP() X(shape, kDense) SEP()     \
-  X(strides, kDense) SEP() X(query_offsets, kPosition) SEP()                \
-  X(window_keys, kExtent) SEP() X(chunk, kExtent) SEP()                     \
-  X(sink_keys, kExtent) SEP() X(prefix_end, kRule) SEP()                    \
-  X(q_segment, kRule) SEP() X(k_segment, kRule) SEP()                       \
-  X(q_position, kRule) SEP() X(k_position, kRule) SEP()                     \
+/* One row per line: clang-format would fold the rows into a staircase. */
+/* clang-format off */
+#define RLX_MASK_FIELD_LIST(X, SEP) \
+  X(kind, kKind) SEP()              \
+  X(window, kKindArg) SEP()         \
+  X(past, kKindArg) SEP()           \
+  X(upper, kKindArg) SEP()          \
+  X(data, kDense) SEP()             \
+  X(shape, kDense) SEP()            \
+  X(strides, kDense) SEP()          \
+  X(query_offsets, kPosition) SEP() \
+  X(window_keys, kExtent) SEP()     \
+  X(chunk, kExtent) SEP()           \
+  X(sink_keys, kExtent) SEP()       \
+  X(prefix_end, kRule) SEP()        \
+  X(q_segment, kRule) SEP()         \
+  X(k_segment, kRule) SEP()         \
+  X(q_position, kRule) SEP()        \
+  X(k_position, kRule) SEP()        \
   X(dense, kDenseKind)
+/* clang-format on */
 
 #define RLX_MASK_FIELD_NOTHING()
 #define RLX_MASK_FIELD_COMMA() ,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Row geometry of score tensors and the mask rules of docs/SEMANTICS.md ("Mask rules
-// over logical positions"), evaluated per row: plain C++, shared by the
+// Row geometry of score tensors and the mask rules of docs/SEMANTICS.md ("Mask
+// rules over logical positions"), evaluated per row: plain C++, shared by the
 // per-target kernels and the dispatching code. Arguments are validated by
 // the caller (score_kernels.cc).
 //

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The scalar oracle. Written from docs/SEMANTICS.md's words, element by element, and
-// deliberately sharing no code with the kernels (not even src/mask_rows.h):
-// a mistake in the interval logic must show up as a difference.
+// The scalar oracle. Written from docs/SEMANTICS.md's words, element by
+// element, and deliberately sharing no code with the kernels (not even
+// src/mask_rows.h): a mistake in the interval logic must show up as a
+// difference.
 #include "src/reference.h"
 
 #include <cmath>
@@ -79,8 +80,8 @@ __int128 FloorDiv(__int128 a, __int128 c) {
 
 namespace {
 
-// Logical positions (docs/SEMANTICS.md): explicit arrays, else the Decode layout,
-// else p_q = query_offset(b) + q and p_k = k (-1: an empty slot).
+// Logical positions (docs/SEMANTICS.md): explicit arrays, else the Decode
+// layout, else p_q = query_offset(b) + q and p_k = k (-1: an empty slot).
 __int128 QueryPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
                   std::size_t q) {
   if (mask.q_position != nullptr) return mask.q_position[b * scores.q_len + q];

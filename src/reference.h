@@ -22,7 +22,8 @@ void decode_mask(float* out, std::size_t past_seq, std::size_t upper,
 double element_at(const ScoreView& v, std::size_t off);
 
 // Whether key k of row (b, h, q) is kept by a keep-style mask, straight from
-// docs/SEMANTICS.md (abs_q = query offset + q). For kBias: the bias is not -inf.
+// docs/SEMANTICS.md (abs_q = query offset + q). For kBias: the bias is not
+// -inf.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k);
 

@@ -809,15 +809,15 @@ HWY_NOINLINE bool AnyKept(DF df, const RowSegments<kType>& row,
   const std::size_t N = hn::Lanes(df);
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   bool any = false;
-  row.ForEach(row_src, [&](const Segment<kType>& seg, Elem<kType>*,
-                           const Source& src) {
-    const Source seg_src = ForSegment(src, seg);
-    for (std::size_t k = 0; k < seg.n && !any; k += N) {
-      const std::size_t n = std::min(N, seg.n - k);
-      const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
-      any = !hn::AllFalse(df, hn::And(kept, hn::FirstN(df, n)));
-    }
-  });
+  row.ForEach(
+      row_src, [&](const Segment<kType>& seg, Elem<kType>*, const Source& src) {
+        const Source seg_src = ForSegment(src, seg);
+        for (std::size_t k = 0; k < seg.n && !any; k += N) {
+          const std::size_t n = std::min(N, seg.n - k);
+          const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
+          any = !hn::AllFalse(df, hn::And(kept, hn::FirstN(df, n)));
+        }
+      });
   return any;
 }
 
@@ -927,9 +927,9 @@ HWY_NOINLINE void StoreNaNRow(DF df, const RowSegments<kType>& row,
 // with that same rounded constant, so that it still cancels.
 template <ScoreType kType, class DF, class Source>
 HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments<kType>& row,
-                                const Source& src,
-                                const SoftmaxOptions& options, float sink,
-                                float* lse, detail::RowPrefetch& prefetch) {
+                                  const Source& src,
+                                  const SoftmaxOptions& options, float sink,
+                                  float* lse, detail::RowPrefetch& prefetch) {
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();

@@ -209,7 +209,7 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
       }
       break;
   }
-  // Every kExtent field of the list (src/mask_field_list.h).
+    // Every kExtent field of the list (src/mask_field_list.h).
 #define RLX_CHECK_kKind(field)
 #define RLX_CHECK_kKindArg(field)
 #define RLX_CHECK_kDense(field)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Ladders and the per-bucket cache: docs/SEMANTICS.md's examples, exact extents of
-// large ladders with routing at every bucket edge, and every error.
+// Ladders and the per-bucket cache: docs/SEMANTICS.md's examples, exact extents
+// of large ladders with routing at every bucket edge, and every error.
 #include "rlx/bucket_ladder.h"
 
 #include <gmock/gmock.h>

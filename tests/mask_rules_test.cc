@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The mask rules over logical positions (docs/SEMANTICS.md, "Mask rules over logical
-// positions"): every kernel and kept_keys against the per-element oracle on
-// random combinations of every rule, and cases written from the peers' own
-// definitions (llama.cpp's SWA and chunked SWA, Llama 4 chunks, Gemma 3
-// prefixes, StreamingLLM, ring and paged KV caches, packed documents).
+// The mask rules over logical positions (docs/SEMANTICS.md, "Mask rules over
+// logical positions"): every kernel and kept_keys against the per-element
+// oracle on random combinations of every rule, and cases written from the
+// peers' own definitions (llama.cpp's SWA and chunked SWA, Llama 4 chunks,
+// Gemma 3 prefixes, StreamingLLM, ring and paged KV caches, packed documents).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -101,13 +101,12 @@ std::string KeptOnlyMismatch(const testing::Tensor& t,
       for (std::size_t q = 0; q < s.q_len; ++q) {
         const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
         for (std::size_t k = 0; k < s.k_len; ++k) {
-          const std::size_t off =
-              base + testing::Offset(view, b, h, q, k) * es;
+          const std::size_t off = base + testing::Offset(view, b, h, q, k) * es;
           const bool inside = testing::Contains(written, k);
           const std::vector<std::uint8_t>& want = inside ? full : t.bytes;
           if (std::memcmp(bytes.data() + off, want.data() + off, es) != 0) {
-            return "row (" + std::to_string(b) + "," + std::to_string(h) +
-                   "," + std::to_string(q) + ") key " + std::to_string(k) +
+            return "row (" + std::to_string(b) + "," + std::to_string(h) + "," +
+                   std::to_string(q) + ") key " + std::to_string(k) +
                    (inside ? " inside kept_keys differs from the default mode"
                            : " outside kept_keys was written");
           }
@@ -237,9 +236,8 @@ TEST_P(MaskRulesTest, PositionsAtTheEndsOfInt64MatchTheOracle) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
   constexpr std::int64_t k2p53 = std::int64_t{1} << 53;
-  const std::int64_t origins[] = {kMax - (n + 3), kMax - (n + 3) / 2,
-                                  kMin,           kMin + n,
-                                  k2p53 - n / 2,  k2p53 + 1,
+  const std::int64_t origins[] = {kMax - (n + 3), kMax - (n + 3) / 2, kMin,
+                                  kMin + n,       k2p53 - n / 2,      k2p53 + 1,
                                   -k2p53};
   const unsigned positional = testing::kQueryOffsets | testing::kPrefix |
                               testing::kQPositions | testing::kKPositions;

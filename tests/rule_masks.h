@@ -140,8 +140,9 @@ constexpr bool EveryRuleFieldHasABit() {
   }
   return true;
 }
-static_assert(EveryRuleFieldHasABit(),
-              "a rule field of src/mask_field_list.h that RulesOf does not draw");
+static_assert(
+    EveryRuleFieldHasABit(),
+    "a rule field of src/mask_field_list.h that RulesOf does not draw");
 struct RuleCombination {
   MaskKind kind = MaskKind::kNone;
   unsigned rules = 0;

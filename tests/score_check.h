@@ -116,9 +116,9 @@ inline bool Contains(const KeptKeys& kept, std::size_t k) {
 // transformed |score|, also counts the ALiBi term, the bias and the sink:
 // each shifts the exp argument. Masked keys: +0, except that with
 // zero_masked = false those outside the row's kept_keys are not checked
-// here (the caller checks that they were left alone); kept rows sum to at most 1 (exactly 1 within
-// 1e-6 without a sink). `lse` / `lse_want`: the row_lse outputs, compared
-// within the same bound plus their f32 rounding.
+// here (the caller checks that they were left alone); kept rows sum to at most
+// 1 (exactly 1 within 1e-6 without a sink). `lse` / `lse_want`: the row_lse
+// outputs, compared within the same bound plus their f32 rounding.
 inline std::string SoftmaxMismatch(const ScoreView& before,
                                    const ScoreView& got, const ScoreView& want,
                                    const MaskSpec& mask,

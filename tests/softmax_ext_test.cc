@@ -636,8 +636,7 @@ TEST_P(SoftmaxExtTest, KeptOnlyWritesMatchTheDefaultInsideKeptKeys) {
       for (std::size_t b = 0; b < s.batch; ++b)
         for (std::size_t h = 0; h < s.heads; ++h)
           for (std::size_t q = 0; q < s.q_len; ++q) {
-            const KeptKeys written =
-                kept_keys(em.mask, b, q, s.q_len, s.k_len);
+            const KeptKeys written = kept_keys(em.mask, b, q, s.q_len, s.k_len);
             for (std::size_t k = 0; k < s.k_len; ++k) {
               const std::size_t off = testing::Offset(before, b, h, q, k) * es;
               const std::size_t out_off = testing::Offset(out, b, h, q, k) * es;

@@ -56,11 +56,10 @@ std::vector<std::uint8_t> ViewBytes(const testing::Tensor& t) {
   const Shape4& s = t.view.shape;
   const std::size_t es = testing::ElemSize(t.view.type);
   const auto* first = static_cast<const std::uint8_t*>(t.view.data);
-  const std::size_t end =
-      (testing::Offset(t.view, s.batch - 1, s.heads - 1, s.q_len - 1,
-                       s.k_len - 1) +
-       1) *
-      es;
+  const std::size_t end = (testing::Offset(t.view, s.batch - 1, s.heads - 1,
+                                           s.q_len - 1, s.k_len - 1) +
+                           1) *
+                          es;
   return {first, first + end};
 }
 
@@ -70,7 +69,7 @@ constexpr Kernel kKernels[] = {Kernel::kSoftmax, Kernel::kSoftmaxKeptOnly,
                                Kernel::kApplyMask};
 
 void RunKernel(Kernel kernel, const ScoreView& v, const MaskSpec& mask,
-         RowRange rows, const float* slopes, float* lse) {
+               RowRange rows, const float* slopes, float* lse) {
   SoftmaxOptions options;
   options.scale = 0.5f;
   options.alibi_slopes = slopes;
@@ -119,7 +118,7 @@ TEST(ThreadTest, SplitsOverThreadsEqualOneCallBitForBit) {
         testing::Tensor one = Scores(type, s, seed);
         std::vector<float> lse_one(s.rows(), 7.0f);
         RunKernel(kernel, one.view, rm.mask, RowRange::all(s),
-            alibi ? slopes.data() : nullptr, lse_one.data());
+                  alibi ? slopes.data() : nullptr, lse_one.data());
         for (int split = 0; split < 3; ++split) {
           testing::Tensor parts = Scores(type, s, seed);
           std::vector<float> lse_parts(s.rows(), 7.0f);
@@ -127,13 +126,13 @@ TEST(ThreadTest, SplitsOverThreadsEqualOneCallBitForBit) {
           for (const RowRange& r : RandomSplit(rng, s.rows())) {
             threads.emplace_back([&, r] {
               RunKernel(kernel, parts.view, rm.mask, r,
-                  alibi ? slopes.data() : nullptr, lse_parts.data());
+                        alibi ? slopes.data() : nullptr, lse_parts.data());
             });
           }
           for (std::thread& t : threads) t.join();
           ASSERT_EQ(ViewBytes(parts), ViewBytes(one))
-              << rm.name << " kernel " << static_cast<int>(kernel)
-              << " type " << testing::TypeName(type) << " iteration " << it;
+              << rm.name << " kernel " << static_cast<int>(kernel) << " type "
+              << testing::TypeName(type) << " iteration " << it;
           ASSERT_EQ(std::memcmp(lse_parts.data(), lse_one.data(),
                                 lse_one.size() * sizeof(float)),
                     0)
@@ -156,7 +155,7 @@ TEST(ThreadTest, SeparateTensorsAtOnceEqualEachAlone) {
     alone.push_back(Scores(ScoreType::kF32, s, 100 + i));
     together.push_back(Scores(ScoreType::kF32, s, 100 + i));
     RunKernel(kKernels[i % 3], alone[i].view, masks[i].mask, RowRange::all(s),
-        nullptr, nullptr);
+              nullptr, nullptr);
   }
   std::vector<std::thread> threads;
   std::vector<int> kept_mismatches(kThreads, 0);
@@ -165,7 +164,7 @@ TEST(ThreadTest, SeparateTensorsAtOnceEqualEachAlone) {
       for (int repeat = 0; repeat < 3; ++repeat) {
         together[i] = Scores(ScoreType::kF32, s, 100 + i);
         RunKernel(kKernels[i % 3], together[i].view, masks[i].mask,
-            RowRange::all(s), nullptr, nullptr);
+                  RowRange::all(s), nullptr, nullptr);
         // Every thread reads the kept keys of mask 0: the same answer.
         for (std::size_t q = 0; q < s.q_len; ++q) {
           const KeptKeys got = kept_keys(masks[0].mask, 1, q, s.q_len, s.k_len);

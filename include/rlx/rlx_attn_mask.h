@@ -225,7 +225,8 @@ typedef enum {
  * initialised, garbage, or a newer header's) is RLX_INVALID_ARGUMENT with a
  * message naming it; the library never reads past it. */
 
-/* How scores are masked (docs/SEMANTICS.md, "Mask rules over logical positions").
+/* How scores are masked (docs/SEMANTICS.md, "Mask rules over logical
+ * positions").
  *
  * Every query row and key slot has a logical position: by default
  * p_q = query_offset(b) + q and p_k = k; q_position / k_position override

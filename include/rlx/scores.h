@@ -97,7 +97,8 @@ enum class DenseKind : std::uint8_t {
   kBias
 };
 
-// How scores are masked (docs/SEMANTICS.md, "Mask rules over logical positions").
+// How scores are masked (docs/SEMANTICS.md, "Mask rules over logical
+// positions").
 //
 // Every query row and key slot has a logical position: by default
 // p_q = query_offset(b) + q and p_k = k; with_positions overrides either

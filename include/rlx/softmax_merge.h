@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Merging a softmax row computed in parts (docs/SEMANTICS.md, "Row log-sum-exp").
+// Merging a softmax row computed in parts (docs/SEMANTICS.md, "Row
+// log-sum-exp").
 //
 // An executor that splits one long row's keys over threads gives each thread
 // a view of a key sub-range (with a mask whose logical positions match the

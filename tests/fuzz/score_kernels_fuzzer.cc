@@ -355,7 +355,8 @@ Tensor ScoresOf(const Case& c) {
 }
 
 // Whether kept_keys is exact for `mask`: implicit key positions, no
-// segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h KeptKeys).
+// segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
+// KeptKeys).
 bool KeptKeysExact(const MaskSpec& mask) {
   return mask.k_position == nullptr && mask.q_segment == nullptr &&
          mask.dense == DenseKind::kNone &&

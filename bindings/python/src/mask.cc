@@ -215,8 +215,7 @@ Mask Mask::WithPrefix(const py::handle& prefix_end_per_batch) const {
   Mask m = *this;
   m.prefix_end = Optional(prefix_end_per_batch, "MaskSpec.with_prefix",
                           "prefix_end", DType::kI64);
-  m.spec = spec.with_prefix(
-      DataOf<std::int64_t>(m.prefix_end));
+  m.spec = spec.with_prefix(DataOf<std::int64_t>(m.prefix_end));
   return m;
 }
 
@@ -227,9 +226,8 @@ Mask Mask::WithSegments(const py::handle& q_seg,
       Optional(q_seg, "MaskSpec.with_segments", "q_segments", DType::kI32);
   m.k_segment =
       Optional(k_seg, "MaskSpec.with_segments", "k_segments", DType::kI32);
-  m.spec = spec.with_segments(
-      DataOf<std::int32_t>(m.q_segment),
-      DataOf<std::int32_t>(m.k_segment));
+  m.spec = spec.with_segments(DataOf<std::int32_t>(m.q_segment),
+                              DataOf<std::int32_t>(m.k_segment));
   return m;
 }
 
@@ -240,9 +238,8 @@ Mask Mask::WithPositions(const py::handle& q_pos,
       Optional(q_pos, "MaskSpec.with_positions", "q_positions", DType::kI64);
   m.k_position =
       Optional(k_pos, "MaskSpec.with_positions", "k_positions", DType::kI64);
-  m.spec = spec.with_positions(
-      DataOf<std::int64_t>(m.q_position),
-      DataOf<std::int64_t>(m.k_position));
+  m.spec = spec.with_positions(DataOf<std::int64_t>(m.q_position),
+                               DataOf<std::int64_t>(m.k_position));
   return m;
 }
 
