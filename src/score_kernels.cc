@@ -14,7 +14,7 @@
 #define HWY_TARGET_INCLUDE "src/score_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "src/score_kernels-inl.h"
+#include "src/apply_mask-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -342,15 +342,7 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
   CheckPerHead(kWho, "alibi_slopes", options.alibi_slopes, in.shape.heads,
                /*allow_neg_inf=*/false);
   if (rows.begin == rows.end) return;
-  // One dispatch per row type, each in its own unit (src/softmax_rows.h).
-  switch (in.type) {
-    case ScoreType::kF32:
-      return detail::SoftmaxRowsF32(in, out, mask, options, rows);
-    case ScoreType::kBF16:
-      return detail::SoftmaxRowsBF16(in, out, mask, options, rows);
-    case ScoreType::kF16:
-      return detail::SoftmaxRowsF16(in, out, mask, options, rows);
-  }
+  detail::SoftmaxRows(in, out, mask, options, rows);
 }
 
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,

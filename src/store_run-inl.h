@@ -13,6 +13,8 @@
 #include <cstdint>
 
 #include "hwy/highway.h"
+#include "rlx/scores.h"
+#include "src/row_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -49,6 +51,34 @@ HWY_INLINE void StoreRun(D d, V v, hn::TFromD<D>* HWY_RESTRICT out,
   }
   if (i < count) hn::StoreU(v, d, run + count - N);
 }
+
+// Writes `value` over s[begin, end) in the row type's bits.
+template <ScoreType kType>
+HWY_INLINE void FillRun(Elem<kType>* HWY_RESTRICT s, std::size_t begin,
+                        std::size_t end, Elem<kType> value) {
+  const hn::ScalableTag<Elem<kType>> d;
+  StoreRun(d, hn::Set(d, value), s, begin, end);
+}
+
+// The keys of `outer` outside `inner` become `value` (both sorted,
+// disjoint; every interval of inner lies within one of outer).
+template <ScoreType kType>
+HWY_INLINE void FillMasked(Elem<kType>* HWY_RESTRICT s, const KeptKeys& outer,
+                           const KeptKeys& inner, Elem<kType> value) {
+  std::size_t j = 0;
+  for (std::size_t o = 0; o < outer.count; ++o) {
+    std::size_t next = outer.intervals[o].begin;
+    const std::size_t end = outer.intervals[o].end;
+    for (; j < inner.count && inner.intervals[j].begin < end; ++j) {
+      FillRun<kType>(s, next, inner.intervals[j].begin, value);
+      next = inner.intervals[j].end;
+    }
+    FillRun<kType>(s, next, end, value);
+  }
+}
+
+// The whole row [0, n) as intervals.
+inline KeptKeys WholeRow(std::size_t n) { return {{KeyInterval{0, n}}, 1}; }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
 }  // namespace HWY_NAMESPACE

@@ -671,7 +671,7 @@ TEST_P(SoftmaxExtTest, KeptOnlyWritesMatchTheDefaultInsideKeptKeys) {
 }
 
 // Rows longer than the kernels' stack buffers (16-bit exp scratch of 8192
-// keys, keep bytes in tiles of 8192: src/score_kernels-inl.h): 16-bit rows
+// keys, keep bytes in tiles of 8192: src/softmax_rows-inl.h): 16-bit rows
 // then recompute their exp values in pass 3, and per-element rules are
 // decided tile by tile in every pass. Every rule, sinks, ALiBi, row_lse
 // and both write modes against the oracle; apply_mask bit for bit.

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The three passes of the masked softmax over one kept segment of a row, in
+// f32: the maximum (pass 1), exp and sum (pass 2), the normalisation into
+// the row type (pass 3). Re-included per target; src/softmax_row-inl.h runs
+// them over a row.
+
+#if defined(RLX_SRC_SOFTMAX_PASSES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SOFTMAX_PASSES_INL_H_
+#undef RLX_SRC_SOFTMAX_PASSES_INL_H_
+#else
+#define RLX_SRC_SOFTMAX_PASSES_INL_H_
+#endif
+
+#include <cfloat>
+#include <cstddef>
+#include <cstdint>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "rlx/score_kernels.h"
+#include "src/mask_sources-inl.h"
+#include "src/row_convert-inl.h"
+#include "src/row_prefetch.h"
+#include "src/softmax_exp-inl.h"
+
+// Lambdas are not inline functions: GCC compiles a lambda called from
+// several places (a pass's head and tail) out of line, and a call clobbers
+// every vector register, so the pass's constants are reloaded after it.
+#ifndef RLX_INLINE_LAMBDA
+#define RLX_INLINE_LAMBDA __attribute__((always_inline))
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+constexpr double kLog2e = 1.44269504088896340736;
+
+// softcap(scale * x): c * tanh(scale * x / c) when c > 0.
+template <class DF>
+HWY_INLINE hn::Vec<DF> Transform(DF df, hn::Vec<DF> x, float scale,
+                                 float softcap) {
+  const auto y = hn::Mul(x, hn::Set(df, scale));
+  if (softcap <= 0.0f) return y;
+  // NaN bypasses Tanh: Highway 1.0.3's Tanh converts its argument to int on
+  // EMU128, which is undefined for NaN.
+  const auto nan = hn::IsNaN(y);
+  const auto capped = hn::Mul(
+      hn::Set(df, softcap),
+      hn::CallTanh(df, hn::IfThenZeroElse(
+                           nan, hn::Mul(y, hn::Set(df, 1.0f / softcap)))));
+  return hn::IfThenElse(nan, y, capped);
+}
+
+// One kept segment of a row, in f32: in[0, n) read, work[0, n) written.
+// The segment's keys start at key `k0` of the mask source's row. The passes
+// see f32 only: 16-bit rows are converted before them (src/softmax_row-inl.h),
+// so that each pass is compiled once per mask source, not once per row type.
+struct Segment {
+  const float* in;
+  float* work;
+  std::size_t k0, n;
+  std::int64_t shift = 0;  // p_k - k of its keys (implicit positions)
+  // `work` holds its exp values between passes 2 and 3 (f32 rows: the
+  // output itself; 16-bit rows: the part of the kept keys that fits the
+  // stack scratch, where `in` is too); otherwise `in` and `work` are the
+  // spill buffer, which each pass refills tile by tile with the converted
+  // scores (RowSegments) and pass 3 recomputes before it normalises.
+  bool stored = true;
+};
+
+// The row's source as segment `seg` sees it (ALiBi: the segment's center).
+template <class Source>
+HWY_INLINE Source ForSegment(const Source& src, const Segment& seg) {
+  if constexpr (kHasShift<Source>) {
+    return src.ForShift(seg.shift);
+  } else {
+    return src;
+  }
+}
+
+// What pass 1 takes the maximum of. kRaw: the score itself, which suffices
+// without a bias and for scale >= 0: rounding is monotone, so
+// fl(scale * max x) = max fl(scale * x), and so is the softcap, applied to
+// the maximum alone (RowMax). kTransformed: the whole transform plus bias
+// (biased rows, and negative scales, a corner not worth its own pass).
+enum class MaxOf { kRaw, kTransformed };
+
+// Pass 1: the running maximum over one segment.
+template <MaxOf kMaxOf, class DF, class Source>
+HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
+                                  const Source& row_src,
+                                  const SoftmaxOptions& options,
+                                  hn::Vec<DF> max) {
+  const std::size_t N = hn::Lanes(df);
+  const Source src = ForSegment(row_src, seg);
+  const auto value = [&](hn::Vec<DF> x, const auto& source,
+                         std::size_t k) RLX_INLINE_LAMBDA {
+    if constexpr (kMaxOf == MaxOf::kRaw) {
+      return source.Adjust(df, k, x);
+    } else {
+      return source.Adjust(df, k,
+                           Transform(df, x, options.scale, options.softcap));
+    }
+  };
+  const auto at = [&](std::size_t k) RLX_INLINE_LAMBDA {
+    return value(hn::LoadU(df, seg.in + k), src, seg.k0 + k);
+  };
+  // `count` < N keys from k (the head before the first aligned vector, or
+  // the tail); lanes past them repeat lane 0 of the running max: neutral.
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
+    HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+    const auto v = value(LoadRowTail<ScoreType::kF32>(df, seg.in + k, count),
+                         src.Tail(df, seg.k0 + k, count, buffer), 0);
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
+                                      hn::Set(df, hn::GetLane(max))));
+  };
+  std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
+  if (k != 0) partial(0, k);
+  // Eight accumulators: Max has a latency of 4 cycles and two ports, and
+  // loads of an aligned row in L1 issue two per cycle, so fewer would leave
+  // this loop latency-bound (four measured slower on AVX3 once the loads
+  // were aligned).
+  if (k + 8 * N <= seg.n) {
+    auto m0 = max, m1 = max, m2 = max, m3 = max;
+    auto m4 = max, m5 = max, m6 = max, m7 = max;
+    for (; k + 8 * N <= seg.n; k += 8 * N) {
+      m0 = hn::Max(m0, at(k));
+      m1 = hn::Max(m1, at(k + N));
+      m2 = hn::Max(m2, at(k + 2 * N));
+      m3 = hn::Max(m3, at(k + 3 * N));
+      m4 = hn::Max(m4, at(k + 4 * N));
+      m5 = hn::Max(m5, at(k + 5 * N));
+      m6 = hn::Max(m6, at(k + 6 * N));
+      m7 = hn::Max(m7, at(k + 7 * N));
+    }
+    max = hn::Max(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)),
+                  hn::Max(hn::Max(m4, m5), hn::Max(m6, m7)));
+  }
+  for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
+  if (k < seg.n) partial(k, seg.n - k);
+  return max;
+}
+
+// Running sums of f32 vectors in f64 lanes: adding a vector widens its two
+// halves (exact) into `lo` and `hi`, and the one horizontal reduction is in
+// WideTotal. A horizontal reduction per block of the exp pass (a chain of
+// shuffles and adds, plus its own rounding in f32) measured slower. Free
+// functions over the caller's vectors, not a class: SVE vectors cannot be
+// class members.
+#if HWY_TARGET == HWY_SCALAR
+template <class DF>
+using WideTag = hn::Simd<double, 1, 0>;
+#else
+template <class DF>
+using WideTag = hn::Repartition<double, DF>;
+#endif
+
+template <class DF, class DD = WideTag<DF>>
+HWY_INLINE void AddWide(DF df, hn::Vec<DF> v, hn::Vec<DD>& lo,
+                        hn::Vec<DD>& hi) {
+  const DD dd;
+#if HWY_TARGET == HWY_SCALAR
+  (void)df, (void)hi;
+  lo = hn::Add(lo, hn::PromoteTo(dd, v));
+#else
+  const hn::Half<DF> dh;
+  (void)df;
+  lo = hn::Add(lo, hn::PromoteTo(dd, hn::LowerHalf(dh, v)));
+  hi = hn::Add(hi, hn::PromoteTo(dd, hn::UpperHalf(dh, v)));
+#endif
+}
+
+template <class DD>
+HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
+  return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
+}
+
+// Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
+// (and biased) score; adds them to the row's sums. The exp is taken in base 2.
+// Without softcap and bias (kPlain), its argument (x scale - max) log2 e is one
+// FMA, x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
+// rounding of the constants costs no accuracy); the caller takes this path
+// only when both constants are finite. Otherwise it is (t - max) log2 e,
+// which never overflows on the way. Lane sums are widened into sum_lo and
+// sum_hi (AddWide) every kBlock steps (below).
+//
+// The exp of N transformed scores x at key k of `source`, as above; the
+// constants come from ExpConstants.
+template <bool kPlain, class DF, class Source>
+HWY_INLINE hn::Vec<DF> ExpOf(DF df, hn::Vec<DF> x, const Source& source,
+                             std::size_t k, hn::Vec<DF> log2e,
+                             hn::Vec<DF> neg_max_log2e, hn::Vec<DF> max_v,
+                             const SoftmaxOptions& options) {
+  if constexpr (kPlain) {
+    return SoftmaxExp2(
+        df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
+  } else {
+    const auto t =
+        source.Adjust(df, k, Transform(df, x, options.scale, options.softcap));
+    return SoftmaxExp2(df, hn::Mul(hn::Sub(t, max_v), log2e));
+  }
+}
+
+// -max log2 e as the one-FMA argument of the plain path rounds it: the row's
+// sink term and log-sum-exp use this same constant (SoftmaxSegments).
+inline float NegMaxLog2e(float max) {
+  return static_cast<float>(-max * kLog2e);
+}
+
+template <bool kPlain, class DF, class Source>
+HWY_INLINE void SegmentExp(DF df, const Segment& seg, const Source& row_src,
+                           const SoftmaxOptions& options, float max,
+                           detail::RowPrefetch& prefetch,
+                           hn::Vec<WideTag<DF>>& sum_lo,
+                           hn::Vec<WideTag<DF>>& sum_hi) {
+  const std::size_t N = hn::Lanes(df);
+  constexpr std::size_t kBlock = 4;
+  const Source src = ForSegment(row_src, seg);
+  const auto log2e =
+      hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
+  const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
+  const auto max_v = hn::Set(df, max);
+  const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
+                          RLX_INLINE_LAMBDA {
+                            return ExpOf<kPlain>(df, x, source, k, log2e,
+                                                 neg_max_log2e, max_v, options);
+                          };
+  // Locals, so that the compiler need not reload them after every store
+  // (work may be in: an in-place f32 row).
+  const float* in = seg.in;
+  float* work = seg.work;
+  const std::size_t k0 = seg.k0, n = seg.n;
+  detail::RowPrefetch pf = prefetch;
+  const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
+    const auto e = exp_at(hn::LoadU(df, in + k), src, k0 + k);
+    hn::StoreU(e, df, work + k);
+    return e;
+  };
+  // `count` < N keys from k (the head before the first aligned store, or
+  // the tail); lanes past them are 0.
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
+    HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+    const auto e = hn::IfThenElseZero(
+        hn::FirstN(df, count),
+        exp_at(LoadRowTail<ScoreType::kF32>(df, in + k, count),
+               src.Tail(df, k0 + k, count, buffer), 0));
+    StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
+    return e;
+  };
+  // The head, the last (< 4) vectors and the tail share one sum.
+  auto rest = hn::Zero(df);
+  std::size_t k = KeysToAlign<ScoreType::kF32>(df, work, n);
+  if (k != 0) rest = partial(0, k);
+  // Four vectors per step, each with its own sum: their exp chains are
+  // independent, which the out-of-order window needs to keep both FMA
+  // ports busy. A block is kBlock steps; each lane of a step sum adds
+  // kBlock values, so its rounding error stays a few ulp for any row length.
+  while (k + 4 * N <= n) {
+    auto sum0 = hn::Zero(df), sum1 = sum0, sum2 = sum0, sum3 = sum0;
+    for (std::size_t step = 0; step < kBlock && k + 4 * N <= n;
+         ++step, k += 4 * N) {
+      sum0 = hn::Add(sum0, exp_store(k));
+      sum1 = hn::Add(sum1, exp_store(k + N));
+      sum2 = hn::Add(sum2, exp_store(k + 2 * N));
+      sum3 = hn::Add(sum3, exp_store(k + 3 * N));
+      pf.Step();
+    }
+    AddWide(df, hn::Add(hn::Add(sum0, sum1), hn::Add(sum2, sum3)), sum_lo,
+            sum_hi);
+  }
+  for (; k + N <= n; k += N) rest = hn::Add(rest, exp_store(k));
+  if (k < n) rest = hn::Add(rest, partial(k, n - k));
+  AddWide(df, rest, sum_lo, sum_hi);
+  prefetch = pf;
+}
+
+// Pass 3: out = work * inv_sum in the row type. work and out are the same
+// memory for an in-place f32 row, so neither is restrict.
+template <ScoreType kType, class DF>
+HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
+                                 std::size_t n, float inv_sum) {
+  const std::size_t N = hn::Lanes(df);
+  const auto inv = hn::Set(df, inv_sum);
+  const auto partial = [&](std::size_t k, std::size_t count) RLX_INLINE_LAMBDA {
+    const auto v = LoadRowTail<ScoreType::kF32>(df, work + k, count);
+    StoreRowTail<kType>(df, hn::Mul(v, inv), out + k, count);
+  };
+  std::size_t k = KeysToAlign<kType>(df, out, n);
+  if (k != 0) partial(0, k);
+  for (; k + N <= n; k += N) {
+    StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);
+  }
+  if (k < n) partial(k, n - k);
+}
+
+// Pass 2 (and pass 3's recompute of 16-bit keys beyond the scratch) of one
+// segment with the row's choice of the plain argument (never with a bias:
+// only sources without one instantiate it). Inlined: out of line, the call
+// per segment measured 4-9% slower on short 16-bit rows (D2wf16).
+template <class DF, class Source>
+HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,
+                       const SoftmaxOptions& options, float max, bool plain,
+                       detail::RowPrefetch& prefetch,
+                       hn::Vec<WideTag<DF>>& sum_lo,
+                       hn::Vec<WideTag<DF>>& sum_hi) {
+  if constexpr (!Source::kAdditive) {
+    if (plain) {
+      return SegmentExp<true>(df, seg, src, options, max, prefetch, sum_lo,
+                              sum_hi);
+    }
+  }
+  SegmentExp<false>(df, seg, src, options, max, prefetch, sum_lo, sum_hi);
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// The masked softmax of one row over its kept segments, and the one place
+// that chooses a row's code (SoftmaxRow): which mask source its passes read.
+// Re-included per target by src/softmax_rows.cc and
+// src/softmax_alibi_rows.cc.
+//
+// The passes (src/softmax_passes-inl.h) read and write f32 only. A 16-bit
+// row's kept keys are converted into an f32 scratch on the stack first and
+// its results converted back after pass 3 (RowSegments): so the passes,
+// instantiated once per mask source, are compiled once, not once per row
+// type, and every 16-bit exp value that fits the scratch is kept.
+
+#if defined(RLX_SRC_SOFTMAX_ROW_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SOFTMAX_ROW_INL_H_
+#undef RLX_SRC_SOFTMAX_ROW_INL_H_
+#else
+#define RLX_SRC_SOFTMAX_ROW_INL_H_
+#endif
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "rlx/score_kernels.h"
+#include "src/mask_rows.h"
+#include "src/mask_sources-inl.h"
+#include "src/position_keep-inl.h"
+#include "src/row_convert-inl.h"
+#include "src/row_prefetch.h"
+#include "src/softmax_passes-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// Keys of one tile of a 16-bit row's scores beyond its scratch (the spill
+// buffer), a divisor of kKeepTileKeys; and a 64-byte line in keys: a spilled
+// tile starts at its key's offset within a line, so that its stores align
+// where its loads do.
+constexpr std::size_t kSpillKeys = 2048;
+constexpr std::size_t kAlignKeys = 64 / sizeof(float);
+static_assert(kKeepTileKeys % kSpillKeys == 0);
+
+// 16-bit row elements -> f32, exactly: the only place where a softmax row's
+// input type matters.
+template <ScoreType kType, class DF>
+HWY_INLINE void ConvertRowToF32(DF df, const Elem<kType>* HWY_RESTRICT in,
+                                float* HWY_RESTRICT out, std::size_t n) {
+  const std::size_t N = hn::Lanes(df);
+  std::size_t k = 0;
+  for (; k + N <= n; k += N)
+    hn::StoreU(LoadRow<kType>(df, in + k), df, out + k);
+  if (k < n) {
+    StoreRowTail<ScoreType::kF32>(df, LoadRowTail<kType>(df, in + k, n - k),
+                                  out + k, n - k);
+  }
+}
+
+// The same for a spilled tile, out of line: one copy per target, not one
+// per mask source.
+inline HWY_NOINLINE void ConvertToF32(ScoreType type, const void* in,
+                                      float* HWY_RESTRICT out, std::size_t n) {
+  const hn::ScalableTag<float> df;
+  if (type == ScoreType::kBF16) {
+    ConvertRowToF32<ScoreType::kBF16>(
+        df, static_cast<const Elem<ScoreType::kBF16>*>(in), out, n);
+  } else {
+    ConvertRowToF32<ScoreType::kF16>(
+        df, static_cast<const Elem<ScoreType::kF16>*>(in), out, n);
+  }
+}
+
+// Fills the keep bytes of keys [begin, end) of one row into `bytes` from
+// its start (detail::RowKeepBytes with origin begin).
+struct KeepTileFill {
+  const MaskSpec* mask;
+  const detail::Rules* rules;
+  detail::RowIndex row;
+  std::size_t q_len, k_len;
+  std::uint8_t* bytes;
+  void operator()(std::size_t begin, std::size_t end) const {
+    const KeptKeys tile{{KeyInterval{begin, end}}, 1};
+    detail::RowKeepBytes(*mask, *rules, row, q_len, k_len, tile, bytes, begin,
+                         /*cache=*/nullptr, &PositionKeepBytes);
+  }
+};
+
+template <class Source>
+constexpr bool kHasOrigin = false;
+template <class Inner>
+constexpr bool kHasOrigin<KeptBytesSource<Inner>> = true;
+template <class Inner, class Distance>
+constexpr bool kHasOrigin<AlibiSource<Inner, Distance>> = kHasOrigin<Inner>;
+
+// The kept segments of one row (at most KeptKeys::kMaxIntervals + 1), as
+// every pass visits them: ForEach(src, f) calls f(segment, out, source) for
+// each, where `out` is the segment's first key in the output row (row type).
+// A segment's `stored` says where pass 3 finds its exp values; one that is
+// not (16-bit keys beyond the scratch) is visited in tiles of kSpillKeys
+// keys, each converted from `ins` into the spill buffer first, which is then
+// its input and its work. `tiles` (rows whose keep bytes do not fit their
+// buffer): each segment is visited in tiles of kKeepTileKeys keys (or
+// fewer), the buffer refilled and the source rebased (WithOrigin) before
+// each.
+struct RowSegments {
+  const Segment* segs;
+  void* const* outs;
+  const void* const* ins;  // 16-bit rows: each segment's first input key
+  std::size_t count;
+  ScoreType type;
+  const KeepTileFill* tiles;
+  float* spill;  // kSpillKeys + kAlignKeys floats (16-bit rows)
+
+  // One call of f, so that each pass is generated once per source (the
+  // passes are inlined into it); rows without tiles take one step.
+  template <class Source, class F>
+  HWY_INLINE void ForEach(const Source& src, const F& f) const {
+    for (std::size_t j = 0; j < count; ++j) {
+      const Segment& seg = segs[j];
+      bool tiled = false;
+      if constexpr (kHasOrigin<Source>) tiled = tiles != nullptr;
+      std::size_t step = tiled ? kKeepTileKeys : seg.n;
+      if (!seg.stored) step = std::min(step, kSpillKeys);
+      for (std::size_t t = 0; t < seg.n; t += step) {
+        const std::size_t len = std::min(step, seg.n - t);
+        Source tile_src = src;
+        if constexpr (kHasOrigin<Source>) {
+          if (tiled) {
+            (*tiles)(seg.k0 + t, seg.k0 + t + len);
+            tile_src = src.WithOrigin(seg.k0 + t);
+          }
+        }
+        Segment tile{seg.in + t, seg.work + t, seg.k0 + t,
+                     len,        seg.shift,    seg.stored};
+        if (!seg.stored) {
+          float* spilled = spill + (seg.k0 + t) % kAlignKeys;
+          ConvertToF32(type, static_cast<const std::uint16_t*>(ins[j]) + t,
+                       spilled, len);
+          tile.in = tile.work = spilled;
+        }
+        void* out = type == ScoreType::kF32
+                        ? static_cast<void*>(static_cast<float*>(outs[j]) + t)
+                        : static_cast<std::uint16_t*>(outs[j]) + t;
+        f(tile, out, tile_src);
+      }
+    }
+  }
+
+  // Pass 3 of a tile: its work times `scale` into `out`, in the row type
+  // (an f32 row's work is its output: normalised in place). Inlined for
+  // every type: out of line, the call per segment made short 16-bit rows
+  // (D1bf16, D2wf16) 8-10% slower.
+  template <class DF>
+  HWY_INLINE void Store(DF df, const Segment& tile, void* out,
+                        float scale) const {
+    switch (type) {
+      case ScoreType::kF32:
+        return SegmentNormalize<ScoreType::kF32>(
+            df, tile.work, static_cast<float*>(out), tile.n, scale);
+      case ScoreType::kBF16:
+        return SegmentNormalize<ScoreType::kBF16>(
+            df, tile.work, static_cast<Elem<ScoreType::kBF16>*>(out), tile.n,
+            scale);
+      case ScoreType::kF16:
+        return SegmentNormalize<ScoreType::kF16>(
+            df, tile.work, static_cast<Elem<ScoreType::kF16>*>(out), tile.n,
+            scale);
+    }
+  }
+};
+
+// Whether the row keeps any key. Only called for softcap rows whose raw
+// maximum came out -inf, so its cost does not matter.
+template <class DF, class Source>
+HWY_NOINLINE bool AnyKept(DF df, const RowSegments& row,
+                          const Source& row_src) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  bool any = false;
+  row.ForEach(row_src, [&](const Segment& seg, void*, const Source& src) {
+    const Source seg_src = ForSegment(src, seg);
+    for (std::size_t k = 0; k < seg.n && !any; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
+      any = !hn::AllFalse(df, hn::And(kept, hn::FirstN(df, n)));
+    }
+  });
+  return any;
+}
+
+// The maximum of the row's transformed kept scores: pass 1 over every
+// segment, then the scale and softcap applied to the maximum alone where
+// that is exact (see MaxOf).
+template <class DF, class Source>
+HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
+                        const SoftmaxOptions& options) {
+  const float kNegInf = -std::numeric_limits<float>::infinity();
+  const bool raw = !Source::kAdditive && options.scale >= 0.0f;
+  auto max = hn::Set(df, kNegInf);
+  row.ForEach(row_src, [&](const Segment& seg, void*,
+                           const Source& src) RLX_INLINE_LAMBDA {
+    max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
+              : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
+  });
+  float m;
+  if constexpr (HWY_TARGET == HWY_EMU128) {
+    // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
+    // -FLT_MAX, which would turn a fully masked (-inf) row into a finite max.
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(max, df, lanes);
+    m = lanes[0];
+    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+  } else {
+    m = hn::GetLane(hn::MaxOfLanes(df, max));
+  }
+  if (!raw) return m;
+  // No key kept, or every kept score is -inf: the caller zero-fills. Checked
+  // before the scale and softcap, which would turn -inf into something else.
+  // Except that the softcap maps a kept -inf score to -c, which takes part:
+  // it is raised to the lowest finite value, whose softcap is -c as well.
+  if (m == kNegInf) {
+    if (!(options.softcap > 0.0f) || !AnyKept(df, row, row_src)) {
+      return m;
+    }
+    m = std::numeric_limits<float>::lowest();
+  }
+  const float scaled = options.scale * m;
+  return options.softcap > 0.0f ? hn::GetLane(Transform(df, hn::Set(df, scaled),
+                                                        1.0f, options.softcap))
+                                : scaled;
+}
+
+// Whether any kept transformed score of the row is NaN. Only called for
+// rows whose maximum came out -inf, so its cost does not matter.
+template <class DF, class Source>
+HWY_NOINLINE bool KeptNaN(DF df, const RowSegments& row, const Source& row_src,
+                          const SoftmaxOptions& options) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  bool nan = false;
+  row.ForEach(row_src, [&](const Segment& seg, void*, const Source& src) {
+    const Source seg_src = ForSegment(src, seg);
+    for (std::size_t k = 0; k < seg.n && !nan; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto x = LoadRowTail<ScoreType::kF32>(df, seg.in + k, n);
+      const auto t =
+          seg_src.Tail(df, seg.k0 + k, n, buffer)
+              .Adjust(df, 0, Transform(df, x, options.scale, options.softcap));
+      nan = !hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)));
+    }
+  });
+  return nan;
+}
+
+// `value` on every kept key of the segments, 0 on their masked keys. Rare
+// (fully masked and NaN rows), so not tuned.
+template <class DF, class Source>
+HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
+                               const Source& row_src, float value) {
+  const std::size_t N = hn::Lanes(df);
+  HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
+  row.ForEach(row_src, [&](const Segment& seg, void* out, const Source& src) {
+    const Source seg_src = ForSegment(src, seg);
+    for (std::size_t k = 0; k < seg.n; k += N) {
+      const std::size_t n = std::min(N, seg.n - k);
+      const auto kept = seg_src.Tail(df, seg.k0 + k, n, buffer).Kept(df, 0);
+      StoreRowTail<ScoreType::kF32>(
+          df, hn::IfThenElseZero(kept, hn::Set(df, value)), seg.work + k, n);
+    }
+    row.Store(df, seg, out, 1.0f);
+  });
+}
+
+// Pass 2 again on a spilled tile, for pass 3 (its sums are not used). Out
+// of line: only rows beyond the scratch take it, a tile of 2048 keys per
+// call, and inlined it doubled the code of pass 3.
+template <class DF, class Source>
+HWY_NOINLINE void RecomputeExp(DF df, const Segment& seg, const Source& src,
+                               const SoftmaxOptions& options, float max,
+                               bool plain) {
+  const WideTag<DF> dd;
+  auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
+  detail::RowPrefetch none;
+  RowExp(df, seg, src, options, max, plain, none, unused_lo, unused_hi);
+}
+
+// The whole softmax of one row over its kept segments (one whole-row
+// segment for dense-only masks). Masked keys outside the segments are the
+// caller's (zero-filled in the default mode). `sink` is the head's sink
+// logit (-inf: none); the row's log-sum-exp goes to *lse when lse is not
+// null.
+//
+// With a sink the maximum is M = max(max_k t_k, sink) and the denominator
+// gains exp(sink - M), computed in double. On the plain path every exp
+// argument carries the rounding of -M log2 e (a common factor that cancels
+// in the normalisation): the sink term and the log-sum-exp are computed
+// with that same rounded constant, so that it still cancels.
+template <class DF, class Source>
+HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
+                                  const Source& src,
+                                  const SoftmaxOptions& options, float sink,
+                                  float* lse, detail::RowPrefetch& prefetch) {
+  constexpr bool kBias = Source::kAdditive;
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+  const float row_max = RowMax(df, row, src, options);
+  if (row_max == -kInf) {
+    // Fully masked, unless Max dropped a NaN (on x86 it returns its second
+    // operand when either is NaN): a kept NaN still makes a NaN row.
+    const bool nan = KeptNaN(df, row, src, options);
+    StoreKeptRow(df, row, src, nan ? kNaN : 0.0f);
+    if (lse != nullptr) *lse = nan ? kNaN : -kInf;
+    return;
+  }
+  if (row_max == kInf) {
+    // A kept score is +inf after scaling (or overflowed to it): plain
+    // softmax gives inf - inf = NaN.
+    StoreKeptRow(df, row, src, kNaN);
+    if (lse != nullptr) *lse = kNaN;
+    return;
+  }
+  const float max = std::max(row_max, sink);
+  // The one-FMA argument of SegmentExp rounds -max log2 e, which shifts
+  // every argument by up to |max log2 e| 2^-24: a common factor that cancels
+  // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
+  // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
+  // argument, as do scales whose scale log2 e would overflow.
+  const bool plain = !kBias && options.softcap <= 0.0f &&
+                     std::fabs(max * kLog2e) <= 0x1p20 &&
+                     std::fabs(options.scale * kLog2e) <= FLT_MAX;
+  // One sum for the row: its horizontal reduction is paid once.
+  const WideTag<DF> dd;
+  auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
+  row.ForEach(src, [&](const Segment& seg, void*,
+                       const Source& seg_src) RLX_INLINE_LAMBDA {
+    // Values beyond the scratch go to the spill buffer and are dropped.
+    RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
+  });
+  double sum = WideTotal(dd, sum_lo, sum_hi);
+  // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
+  constexpr double kLn2 = 0.693147180559945309417;
+  const double shift =
+      plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
+            : 0.0;
+  if (sink != -kInf) sum += std::exp(static_cast<double>(sink) - max + shift);
+  if (!(sum > 0.0)) {
+    // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
+    // gives, but masked keys stay 0 (normalising them by NaN would not).
+    // The maximum's own exp is ~1, so the sum is never 0 otherwise.
+    StoreKeptRow(df, row, src, kNaN);
+    if (lse != nullptr) *lse = kNaN;
+    return;
+  }
+  if (lse != nullptr) {
+    *lse = static_cast<float>(max + (std::log(sum) - shift));
+  }
+  const float inv_sum = static_cast<float>(1.0 / sum);
+  row.ForEach(src, [&](const Segment& seg, void* out, const Source& seg_src)
+                       RLX_INLINE_LAMBDA {
+                         // Pass 3 normalises the stored values; 16-bit keys
+                         // whose values did not fit the scratch are recomputed
+                         // in the spill buffer first, by pass 2's code (whose
+                         // sums are not used here).
+                         if (!seg.stored)
+                           RecomputeExp(df, seg, seg_src, options, max, plain);
+                         row.Store(df, seg, out, inv_sum);
+                       });
+}
+
+// What chooses a row's code, besides its segments: the mask, the options,
+// the row, and the per-element keep bytes when the row reads them.
+struct RowCode {
+  const MaskSpec* mask;
+  const SoftmaxOptions* options;
+  const detail::Rules* rules;
+  detail::RowIndex i;
+  std::size_t q_len, n;
+  std::size_t m;    // the row's offset in the dense part
+  bool dense_rows;  // a dense-only mask read directly (no rule, no ALiBi)
+  bool read_bytes;  // per-element rules: keep bytes from key `origin`
+  const std::uint8_t* keep_bytes;
+  std::size_t origin;
+  float sink;  // the head's sink logit, -inf for none
+  float* lse;  // the row's row_lse entry, or null
+};
+
+// Calls f(source) with the row's mask source under ALiBi, or without it:
+// the keep bytes of per-element rules, a bias, both, or nothing.
+template <class F>
+HWY_INLINE void WithRuleSource(const RowCode& code, const F& f) {
+  const bool has_bias = code.rules->dense == DenseKind::kBias;
+  const auto* bias = static_cast<const float*>(code.mask->data) + code.m;
+  if (code.read_bytes) {
+    if (has_bias) {
+      f(KeptBytesSource<BiasSource>{code.keep_bytes, code.origin, {bias}});
+    } else {
+      f(KeptBytesSource<NoSource>{code.keep_bytes, code.origin, {}});
+    }
+  } else if (has_bias) {
+    f(BiasSource{bias});
+  } else {
+    f(NoSource{});
+  }
+}
+
+// The rows with ALiBi, over implicit key positions
+// (src/softmax_alibi_rows.cc) and explicit ones
+// (src/softmax_alibi_explicit_rows.cc): units of their own, so that no unit
+// takes long to compile.
+void SoftmaxAlibiRow(const RowSegments& row, const RowCode& code,
+                     detail::RowPrefetch& prefetch);
+void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
+                             detail::RowPrefetch& prefetch);
+
+// The one place that chooses the code of a row: which source its passes
+// read (docs/KERNELS.md, "Which code runs for a row", lists them).
+inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
+                       detail::RowPrefetch& prefetch) {
+  const hn::ScalableTag<float> df;
+  const SoftmaxOptions& options = *code.options;
+  if (code.dense_rows) {
+    switch (code.rules->dense) {
+      case DenseKind::kKeepF32:
+        return SoftmaxSegments(
+            df, row,
+            KeepF32Source{static_cast<const float*>(code.mask->data) + code.m},
+            options, code.sink, code.lse, prefetch);
+      case DenseKind::kKeepU8:
+        return SoftmaxSegments(
+            df, row,
+            KeepU8Source{static_cast<const std::uint8_t*>(code.mask->data) +
+                         code.m},
+            options, code.sink, code.lse, prefetch);
+      case DenseKind::kBias:
+        return SoftmaxSegments(
+            df, row,
+            BiasSource{static_cast<const float*>(code.mask->data) + code.m},
+            options, code.sink, code.lse, prefetch);
+      case DenseKind::kKeepBits:  // not dense_rows
+      case DenseKind::kNone:      // not dense_only
+        break;
+    }
+  }
+  if (options.alibi_slopes != nullptr) {
+    return SoftmaxAlibiRow(row, code, prefetch);
+  }
+  WithRuleSource(code, [&](const auto& source) {
+    SoftmaxSegments(df, row, source, options, code.sink, code.lse, prefetch);
+  });
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard

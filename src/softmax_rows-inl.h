@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+// masked_softmax over a range of rows of any row type: per row, its kept
+// segments, their keep bytes, the prefetch of the next row, the f32 scratch
+// of 16-bit rows, then SoftmaxRow (src/softmax_row-inl.h) and the fill of
+// the masked keys. Re-included per target by src/softmax_rows.cc; arguments
+// are validated by the caller (score_kernels.cc).
+
+#if defined(RLX_SRC_SOFTMAX_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SOFTMAX_ROWS_INL_H_
+#undef RLX_SRC_SOFTMAX_ROWS_INL_H_
+#else
+#define RLX_SRC_SOFTMAX_ROWS_INL_H_
+#endif
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include "hwy/highway.h"
+#include "rlx/score_kernels.h"
+#include "src/mask_rows.h"
+#include "src/position_keep-inl.h"
+#include "src/row_convert-inl.h"
+#include "src/row_prefetch.h"
+#include "src/softmax_exp-inl.h"
+#include "src/softmax_row-inl.h"
+#include "src/store_run-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace rlx {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The dense part's address unit (its offsets count these) and row bytes.
+inline std::size_t DenseUnitBytes(DenseKind dense) {
+  switch (dense) {
+    case DenseKind::kKeepU8:
+      return 1;
+    case DenseKind::kKeepBits:
+      return sizeof(std::uint64_t);
+    case DenseKind::kKeepF32:
+    case DenseKind::kBias:
+    case DenseKind::kNone:
+      return sizeof(float);
+  }
+  return sizeof(float);
+}
+
+inline std::size_t DenseRowBytes(DenseKind dense, std::size_t n) {
+  return dense == DenseKind::kKeepBits ? (n + 63) / 64 * sizeof(std::uint64_t)
+                                       : n * DenseUnitBytes(dense);
+}
+
+// The row loop of one row type: only the loop is compiled per row type (its
+// addressing, conversions and fill), the passes once (SoftmaxRow).
+template <ScoreType kType>
+void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
+                   const MaskSpec& mask, const SoftmaxOptions& options,
+                   RowRange rows) {
+  const hn::ScalableTag<float> df;
+  const Shape4& shape = in.shape;
+  const std::size_t n = shape.k_len;
+  constexpr ScoreType type = kType;
+  constexpr bool f32 = kType == ScoreType::kF32;
+  constexpr std::size_t elem_bytes = sizeof(Elem<kType>);
+  const auto* in_base = static_cast<const char*>(in.data);
+  auto* out_base = static_cast<char*>(out.data);
+  const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
+  const detail::Rules rules = detail::RulesOf(mask);
+  // Fixed-size buffers on the stack, so that no call allocates. 16-bit
+  // rows are converted to f32 into the scratch while their kept keys fit it
+  // (32 KiB), at a fixed offset from a 64-byte boundary: SegmentExp aligns
+  // its stores to `work`, so the split of a row's sums, and with it every
+  // result, is the same in every call. The passes run there in place, as
+  // on an f32 row, and pass 3 converts back. The kept keys beyond it go
+  // through the spill buffer tile by tile and are recomputed in pass 3 with
+  // pass 2's code (one more exp per such key: measured in
+  // docs/PERFORMANCE.md). The keep bytes of per-element rules: one tile of
+  // kKeepTileKeys keys (8 KiB).
+  constexpr std::size_t kScratchKeys = 8192;
+  alignas(64) float scratch[kScratchKeys];
+  alignas(64) float spill[kSpillKeys + kAlignKeys];
+  alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
+  detail::RowKeepCache keep_cache;
+  const std::size_t mask_unit = DenseUnitBytes(rules.dense);
+  const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
+  // Dense-only rows read their dense part directly, unless ALiBi wraps the
+  // source: the rule path (keep bytes, or the bias) then serves them, so
+  // that the ALiBi wrappers exist for fewer sources.
+  // Bit masks always go through the bytes.
+  const bool dense_rows = rules.dense_only && options.alibi_slopes == nullptr &&
+                          rules.dense != DenseKind::kKeepBits;
+  const bool per_element =
+      !dense_rows && (rules.per_element ||
+                      (rules.dense_only && rules.dense != DenseKind::kBias));
+  // The narrowed intervals of the row whose bytes keep_bytes holds.
+  KeptKeys narrowed;
+  bool narrowed_all_kept = false;
+  detail::RowPrefetch prefetch;
+  // Calls whose rows total at most kPrefetchMinBytes are not prefetched:
+  // they sit in L1 or L2 already (a decode step at a short context, just
+  // written by QK^T), and the prefetches only take load slots. Measured
+  // (AVX3, docs/PERFORMANCE.md): D1 (66 KiB) 7% faster without them, while
+  // P2 (128 MiB) is 1.55x slower without them.
+  constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
+  // Calls above kFinishMinBytes (beyond the L2 and most of an L3 share:
+  // rows come from memory) also issue the part of the next row's plan that
+  // the exp steps did not reach, before the fill (see below). Measured
+  // (AVX3): P2w (128 MiB) 1.3x faster with it; SL (1 MiB, from L2) 1.1-1.25x
+  // slower, as the burst waits on miss buffers that L2 hits free soon anyway.
+  constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
+  const std::size_t call_bytes = (rows.end - rows.begin) * n * elem_bytes;
+  const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
+  const bool finish_prefetch = call_bytes > kFinishMinBytes;
+  detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = detail::NextRowIndex(shape, i)) {
+    const char* s =
+        in_base + detail::RowOffset(shape, in.strides, i) * elem_bytes;
+    char* o = out_base + detail::RowOffset(shape, out.strides, i) * elem_bytes;
+    const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+    // [0, n) for dense-only masks.
+    KeptKeys kept = rules.dense_only ? WholeRow(n)
+                                     : detail::KeptKeysOf(mask, rules, i.b, i.q,
+                                                          shape.q_len, n);
+    // What kept_keys reports for the row, before the keep bytes narrow it.
+    const KeptKeys reported = kept;
+    // Per-element rules: the row's keep bytes from its first kept key, in
+    // one piece (shared by the heads whose bytes coincide) or tile by tile.
+    // In one piece, the intervals are narrowed to the kept bytes (packed
+    // documents: a causal row keeps only its own document's run), and rows
+    // whose narrowed intervals keep every key drop the bytes (with implicit
+    // key positions: ALiBi over explicit ones needs the per-element path).
+    const KeepTileFill tile_fill{&mask, &rules, i, shape.q_len, n, keep_bytes};
+    const KeepTileFill* tiles = nullptr;
+    const std::size_t origin = kept.count > 0 ? kept.intervals[0].begin : 0;
+    bool read_bytes = per_element && kept.count > 0;
+    if (read_bytes) {
+      if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
+        if (detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
+                                 keep_bytes, origin, &keep_cache,
+                                 &PositionKeepBytes)) {
+          narrowed = detail::NarrowToKeptBytes(kept, keep_bytes, origin,
+                                               &narrowed_all_kept);
+        }
+        kept = narrowed;
+        read_bytes = !(narrowed_all_kept && !rules.explicit_keys);
+      } else {
+        keep_cache.valid = false;  // the tiles overwrite the bytes
+        tiles = &tile_fill;
+      }
+    }
+    // Prefetch the next row's input, output and dense mask row (unless
+    // broadcast: this row's) over this row's exp steps.
+    if (!prefetch_rows || r + 1 == rows.end) {
+      prefetch.Clear();
+    } else {
+      const detail::RowIndex next = detail::NextRowIndex(shape, i);
+      const std::size_t next_m =
+          detail::RowOffset(mask.shape, mask.strides, next);
+      const bool new_mask_row = rules.dense != DenseKind::kNone && next_m != m;
+      const void* begin[] = {
+          in_base + detail::RowOffset(shape, in.strides, next) * elem_bytes,
+          out_base + detail::RowOffset(shape, out.strides, next) * elem_bytes,
+          static_cast<const char*>(mask.data) + next_m * mask_unit};
+      const std::size_t bytes[] = {
+          n * elem_bytes, n * elem_bytes,
+          new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
+      prefetch.Plan(begin, bytes, kept.size() / exp_step);
+    }
+    // The segments: f32 rows in place in the output (in the input, for the
+    // passes that read); 16-bit rows converted into the scratch at 64-byte
+    // aligned offsets while it lasts: the interval that overflows it is split
+    // into a stored part and a spilled one, and the intervals after it are
+    // spilled (so one more segment than intervals at most).
+    Segment segs[KeptKeys::kMaxIntervals + 1];
+    void* outs[KeptKeys::kMaxIntervals + 1];
+    const void* ins[KeptKeys::kMaxIntervals + 1];
+    std::size_t count = 0;
+    std::size_t scratch_keys = 0;
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      const KeyInterval& iv = kept.intervals[j];
+      // The Decode token at slot upper sits at position past.
+      const std::int64_t shift = rules.decode && iv.begin == mask.upper
+                                     ? static_cast<std::int64_t>(mask.past) -
+                                           static_cast<std::int64_t>(mask.upper)
+                                     : 0;
+      const auto add = [&](std::size_t begin, std::size_t size, float* work,
+                           bool stored) {
+        const char* first_in = s + begin * elem_bytes;
+        segs[count] = {f32 ? reinterpret_cast<const float*>(first_in) : work,
+                       work,
+                       begin,
+                       size,
+                       shift,
+                       stored};
+        ins[count] = first_in;
+        outs[count++] = o + begin * elem_bytes;
+        if constexpr (!f32) {
+          if (stored) {
+            ConvertRowToF32<kType>(
+                df, reinterpret_cast<const Elem<kType>*>(first_in), work, size);
+          }
+        }
+      };
+      if constexpr (f32) {
+        add(iv.begin, iv.size(), reinterpret_cast<float*>(o) + iv.begin, true);
+      } else {
+        // Each part's work starts at its key index modulo 64 bytes, so that
+        // pass 2 aligns its scratch stores at the same key as f32 rows do.
+        const std::size_t offset = scratch_keys + iv.begin % kAlignKeys;
+        const std::size_t fits =
+            offset < kScratchKeys ? std::min(iv.size(), kScratchKeys - offset)
+                                  : 0;
+        if (fits > 0) add(iv.begin, fits, scratch + offset, true);
+        if (fits < iv.size()) {
+          add(iv.begin + fits, iv.size() - fits, spill, false);
+          scratch_keys = kScratchKeys;
+        } else {
+          scratch_keys =
+              (offset + fits + kAlignKeys - 1) / kAlignKeys * kAlignKeys;
+        }
+      }
+    }
+    const RowSegments row{segs, outs, ins, count, type, tiles, spill};
+    const RowCode code{
+        &mask,
+        &options,
+        &rules,
+        i,
+        shape.q_len,
+        n,
+        m,
+        dense_rows,
+        read_bytes,
+        keep_bytes,
+        origin,
+        options.sink_logits != nullptr
+            ? options.sink_logits[i.h]
+            : -std::numeric_limits<float>::infinity(),
+        options.row_lse != nullptr ? options.row_lse + r : nullptr};
+    SoftmaxRow(row, code, prefetch);
+    // The rest of the next row's prefetch plan, before the fill: a row with
+    // few kept keys (P2w: 257 of 2048) has too few exp steps to issue it
+    // (on AVX3 a step is 64 keys, 4 steps of 16 lines for a 128-line row),
+    // and its lines then arrive while the fill's stores drain instead of as
+    // misses of the next row's passes.
+    if (finish_prefetch) prefetch.Finish();
+    // The masked keys last (the fill never touches a kept key, so the
+    // order does not change a result): its stores then drain while the
+    // next row's max pass loads, instead of queueing in front of this
+    // row's exp stores. Kept-only writes leave the keys outside kept_keys
+    // alone, but write the masked ones inside it, as the default mode does.
+    FillMasked<kType>(reinterpret_cast<Elem<kType>*>(o),
+                      options.zero_masked ? WholeRow(n) : reported, kept,
+                      Elem<kType>{});
+  }
+}
+
+void SoftmaxRows(const ScoreView& in, const ScoreView& out,
+                 const MaskSpec& mask, const SoftmaxOptions& options,
+                 RowRange rows) {
+  switch (in.type) {
+    case ScoreType::kF32:
+      return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows);
+    case ScoreType::kBF16:
+      return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
+    case ScoreType::kF16:
+      return SoftmaxRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
+  }
+}
+
+// NOLINTNEXTLINE(google-readability-namespace-comments)
+}  // namespace HWY_NAMESPACE
+}  // namespace rlx
+HWY_AFTER_NAMESPACE();
+
+#endif  // per-target include guard
