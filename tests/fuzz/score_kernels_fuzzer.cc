@@ -22,6 +22,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rlx/score_kernels.h"
@@ -86,7 +87,9 @@ struct Case {
   std::vector<std::uint64_t> bits;     // keep_bits words
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
-  std::vector<float> scores;  // contiguous [b, h, q, k]
+  std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
+  bool row_lse = false;              // whether options.row_lse is checked
+  std::vector<float> scores;         // contiguous [b, h, q, k]
 };
 
 // Sets a dense part of kind `dense` (any but kNone) with values drawn from
@@ -289,6 +292,31 @@ Case Decode(Reader& r) {
   c.fill = r.Bit() ? -1e9f : -std::numeric_limits<float>::infinity();
   const std::size_t n = c.shape.rows() * k_len;
   for (std::size_t i = 0; i < n; ++i) c.scores.push_back(r.Score());
+  // The other softmax options, each present or not (one flag byte, drawn
+  // last: inputs written before they existed decode as before, without
+  // them).
+  const std::uint32_t extras = r.Byte();
+  if (extras & 1) {  // a sink logit per head; -inf is "no sink"
+    const float sinks[] = {-std::numeric_limits<float>::infinity(),
+                           0.0f,
+                           2.5f,
+                           -3.0f,
+                           30.0f,
+                           -1e30f};
+    for (std::size_t h = 0; h < c.shape.heads; ++h) {
+      c.sinks.push_back(sinks[r.Pick(6)]);
+    }
+    c.options.sink_logits = c.sinks.data();
+  }
+  if (extras & 2) {  // ALiBi slopes per head, negative and 0 included
+    const float slopes[] = {0.0f, 0.5f, 1.0f / 256, 2.0f, -0.25f, 8.0f};
+    for (std::size_t h = 0; h < c.shape.heads; ++h) {
+      c.slopes.push_back(slopes[r.Pick(6)]);
+    }
+    c.options.alibi_slopes = c.slopes.data();
+  }
+  c.options.zero_masked = !(extras & 4);
+  c.row_lse = (extras & 8) != 0;
   return c;
 }
 
@@ -301,6 +329,12 @@ void PrintArray(const char* name, const std::vector<T>& values) {
   }
 }
 
+void PrintFloats(const char* name, const std::vector<float>& values) {
+  if (values.empty()) return;
+  std::fprintf(stderr, "\n  %s:", name);
+  for (const float v : values) std::fprintf(stderr, " %g", v);
+}
+
 [[noreturn]] void Fail(const Case& c, const std::string& what) {
   const Shape4& s = c.shape;
   const MaskSpec& mk = c.mask;
@@ -308,15 +342,19 @@ void PrintArray(const char* name, const std::vector<T>& values) {
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
                "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
                "%zu upper %zu window_keys %zu chunk %zu sink_keys %zu dense "
-               "%s scale %g softcap %g fill %g\n  scores:",
+               "%s scale %g softcap %g fill %g zero_masked %d row_lse %d\n"
+               "  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
                kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
                mk.window_keys, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
-               c.options.scale, c.options.softcap, c.fill);
+               c.options.scale, c.options.softcap, c.fill,
+               c.options.zero_masked, c.row_lse);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }
+  PrintFloats("sink_logits", c.sinks);
+  PrintFloats("alibi_slopes", c.slopes);
   PrintArray("query_offsets", c.offsets);
   PrintArray("prefix_end", c.prefix_end);
   PrintArray("q_segment", c.q_segment);
@@ -404,36 +442,64 @@ void CheckKeptKeys(const Case& c) {
   }
 }
 
-void CheckOneTarget(const Case& c, std::size_t split) {
+// The oracle's results for a case, computed once and compared with every
+// target's.
+struct Oracle {
+  Tensor scores;  // the case's scores (never written)
+  std::vector<std::uint8_t> applied_bytes, softmax_bytes;
+  ScoreView applied, softmax;  // the same view over the copies
+  std::vector<float> lse;
+};
+
+Oracle OracleOf(const Case& c) {
+  Oracle o{ScoresOf(c), {}, {}, {}, {}, {}};
+  const RowRange all = RowRange::all(c.shape);
+  o.applied = SameViewIn(o.scores, o.applied_bytes);
+  reference::apply_mask(o.applied, c.mask, all, c.fill);
+  o.softmax = SameViewIn(o.scores, o.softmax_bytes);
+  o.lse.assign(all.end, 7.0f);
+  // The oracle zero-fills every masked key; kept-only writes are held to
+  // it inside kept_keys and to the scores outside (KeptOnlyUnwritten).
+  SoftmaxOptions options = c.options;
+  options.zero_masked = true;
+  options.row_lse = o.lse.data();
+  reference::masked_softmax(o.scores.view, o.softmax, c.mask, options, all);
+  return o;
+}
+
+void CheckOneTarget(const Case& c, const Oracle& want, std::size_t split) {
   const RowRange all = RowRange::all(c.shape);
   const std::size_t cut = split % (all.end + 1);
   {  // apply_mask: bit-exact, rows split at `cut`.
     Tensor got = ScoresOf(c);
-    std::vector<std::uint8_t> want_bytes;
-    const ScoreView want = SameViewIn(got, want_bytes);
     apply_mask(got.view, c.mask, {0, cut}, c.fill);
     apply_mask(got.view, c.mask, {cut, all.end}, c.fill);
-    reference::apply_mask(want, c.mask, all, c.fill);
-    const std::string mismatch = testing::ApplyMismatch(got.view, want, c.mask);
+    const std::string mismatch =
+        testing::ApplyMismatch(got.view, want.applied, c.mask);
     if (!mismatch.empty()) Fail(c, "apply_mask: " + mismatch);
     const std::string outside = testing::UntouchedOutside(got, got.view);
     if (!outside.empty()) Fail(c, "apply_mask: " + outside);
   }
   {  // masked_softmax in place, rows split at `cut`.
     Tensor got = ScoresOf(c);
-    std::vector<std::uint8_t> before_bytes, want_bytes;
-    const ScoreView before = SameViewIn(got, before_bytes);
-    const ScoreView want = SameViewIn(got, want_bytes);
-    masked_softmax(got.view, c.mask, c.options, {0, cut});
-    masked_softmax(got.view, c.mask, c.options, {cut, all.end});
-    reference::masked_softmax(want, want, c.mask, c.options, all);
-    const std::string mismatch =
-        testing::SoftmaxMismatch(before, got.view, want, c.mask, c.options);
+    std::vector<float> lse(all.end, 7.0f);
+    SoftmaxOptions options = c.options;
+    if (c.row_lse) options.row_lse = lse.data();
+    masked_softmax(got.view, c.mask, options, {0, cut});
+    masked_softmax(got.view, c.mask, options, {cut, all.end});
+    const ScoreView& before = want.scores.view;
+    const std::string mismatch = testing::SoftmaxMismatch(
+        before, got.view, want.softmax, c.mask, options,
+        c.row_lse ? lse.data() : nullptr, want.lse.data());
     if (!mismatch.empty()) Fail(c, "masked_softmax: " + mismatch);
+    if (!options.zero_masked) {
+      const std::string wrote =
+          testing::KeptOnlyUnwritten(before, got.view, c.mask);
+      if (!wrote.empty()) Fail(c, "masked_softmax (kept-only): " + wrote);
+    }
     const std::string outside = testing::UntouchedOutside(got, got.view);
     if (!outside.empty()) Fail(c, "masked_softmax: " + outside);
   }
-  CheckKeptKeys(c);
 }
 
 constexpr std::size_t kMaxSize = PTRDIFF_MAX;
@@ -564,6 +630,109 @@ void CheckRejected(const Case& c, Reader& r) {
   }
 }
 
+// The corpus census: with RLX_FUZZ_CENSUS set, inputs are only decoded and
+// counted by what they draw (row type, kind, dense part, each rule, each
+// option); at exit the counts are printed and any feature no input drew
+// fails the run. The fuzz leg runs it over the committed corpus (-runs=0),
+// so that the corpus keeps a seed for every rule, dense part, option and
+// row type however often it is merged.
+class Census {
+ public:
+  // Never destroyed: Report runs from an atexit handler, after the
+  // destructors of statics constructed before it was registered.
+  static Census& Get() {
+    static Census& census = *new Census;
+    return census;
+  }
+  static bool Enabled() { return std::getenv("RLX_FUZZ_CENSUS") != nullptr; }
+
+  void Count(const Case& c) {
+    ++inputs_;
+    Add(std::string("type ") + testing::TypeName(c.type));
+    Add(std::string("kind ") + kinds::NameOf(c.mask.kind));
+    if (c.mask.dense != DenseKind::kNone) {
+      Add(std::string("dense part ") + kinds::NameOf(c.mask.dense));
+    }
+    if (c.shape.k_len > 80) Add("k_len > 80");
+    if (!c.offsets.empty()) Add("rule query_offsets");
+    if (c.mask.window_keys != 0) Add("rule window_keys");
+    if (c.mask.chunk != 0) Add("rule chunk");
+    if (c.mask.sink_keys != 0) Add("rule sink_keys");
+    if (!c.prefix_end.empty()) Add("rule prefix");
+    if (!c.q_segment.empty()) Add("rule segments");
+    if (!c.q_position.empty()) Add("rule q_position");
+    if (!c.k_position.empty()) Add("rule k_position");
+    if (c.options.scale != 1.0f) Add("option scale");
+    if (c.options.scale < 0.0f) Add("option negative scale");
+    if (c.options.softcap > 0.0f) Add("option softcap");
+    if (c.fill != -std::numeric_limits<float>::infinity()) Add("finite fill");
+    if (!c.sinks.empty()) Add("option sink_logits");
+    if (!c.slopes.empty()) Add("option alibi_slopes");
+    if (!c.options.zero_masked) Add("option zero_masked = false");
+    if (c.row_lse) Add("option row_lse");
+  }
+
+  // Prints the counts; exits with 1 if a feature was never drawn.
+  void Report() const {
+    std::vector<std::string> wanted = {"type f32",
+                                       "type bf16",
+                                       "type f16",
+                                       "k_len > 80",
+                                       "rule query_offsets",
+                                       "rule window_keys",
+                                       "rule chunk",
+                                       "rule sink_keys",
+                                       "rule prefix",
+                                       "rule segments",
+                                       "rule q_position",
+                                       "rule k_position",
+                                       "option scale",
+                                       "option negative scale",
+                                       "option softcap",
+                                       "finite fill",
+                                       "option sink_logits",
+                                       "option alibi_slopes",
+                                       "option zero_masked = false",
+                                       "option row_lse"};
+    for (const MaskKind kind : kinds::kAllMaskKinds) {
+      wanted.push_back(std::string("kind ") + kinds::NameOf(kind));
+    }
+    for (const DenseKind dense : kinds::kAllDenseKinds) {
+      if (dense == DenseKind::kNone) continue;
+      wanted.push_back(std::string("dense part ") + kinds::NameOf(dense));
+    }
+    std::size_t missing = 0;
+    std::fprintf(stderr, "corpus census over %zu inputs:\n", inputs_);
+    for (const std::string& feature : wanted) {
+      std::size_t n = 0;
+      for (const auto& [name, count] : counts_) {
+        if (name == feature) n = count;
+      }
+      std::fprintf(stderr, "  %-28s %zu%s\n", feature.c_str(), n,
+                   n == 0 ? "  MISSING" : "");
+      missing += n == 0;
+    }
+    if (missing != 0) {
+      std::fprintf(stderr, "corpus census: %zu features without a seed\n",
+                   missing);
+      std::_Exit(1);
+    }
+  }
+
+ private:
+  void Add(const std::string& name) {
+    for (auto& [n, count] : counts_) {
+      if (n == name) {
+        ++count;
+        return;
+      }
+    }
+    counts_.emplace_back(name, 1);
+  }
+  std::size_t inputs_ = 0;
+  std::vector<std::pair<std::string, std::size_t>> counts_;
+};
+
 }  // namespace
 }  // namespace rlx
 
@@ -571,11 +740,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   rlx::Reader r(data, size);
   const rlx::Case c = rlx::Decode(r);
+  if (rlx::Census::Enabled()) {
+    static const bool report_at_exit =
+        std::atexit([] { rlx::Census::Get().Report(); }) == 0;
+    (void)report_at_exit;
+    rlx::Census::Get().Count(c);
+    return 0;
+  }
   const std::size_t split = r.Pick(64);
+  const rlx::Oracle oracle = rlx::OracleOf(c);
   for (const std::string& target : rlx::supported_targets()) {
     rlx::force_target(target);
-    rlx::CheckOneTarget(c, split);
+    rlx::CheckOneTarget(c, oracle, split);
   }
+  rlx::CheckKeptKeys(c);  // scalar: the same on every target
   rlx::force_target("");
   rlx::CheckRejected(c, r);
   return 0;
