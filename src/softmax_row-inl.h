@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
@@ -46,19 +47,55 @@ constexpr std::size_t kSpillKeys = 2048;
 constexpr std::size_t kAlignKeys = 64 / sizeof(float);
 static_assert(kKeepTileKeys % kSpillKeys == 0);
 
+// The maximum of a vector's lanes. Highway 1.0.3's MaxOfLanes on EMU128
+// starts from -FLT_MAX, which would turn a fully masked (-inf) row into a
+// finite max: reduced by hand there.
+template <class DF>
+HWY_INLINE float MaxOfLanesExact(DF df, hn::Vec<DF> max) {
+  if constexpr (HWY_TARGET == HWY_EMU128) {
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(max, df, lanes);
+    float m = lanes[0];
+    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+    return m;
+  } else {
+    return hn::GetLane(hn::MaxOfLanes(df, max));
+  }
+}
+
 // 16-bit row elements -> f32, exactly: the only place where a softmax row's
-// input type matters.
+// input type matters. Returns `max` raised by the converted values: pass 1
+// of rows whose segments keep every key (NoSource) is done on the way
+// (RowSegments::raw_max), so that their conversion costs no pass of its own.
 template <ScoreType kType, class DF>
-HWY_INLINE void ConvertRowToF32(DF df, const Elem<kType>* HWY_RESTRICT in,
-                                float* HWY_RESTRICT out, std::size_t n) {
+HWY_INLINE hn::Vec<DF> ConvertRowToF32(DF df,
+                                       const Elem<kType>* HWY_RESTRICT in,
+                                       float* HWY_RESTRICT out, std::size_t n,
+                                       hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
   std::size_t k = 0;
-  for (; k + N <= n; k += N)
-    hn::StoreU(LoadRow<kType>(df, in + k), df, out + k);
-  if (k < n) {
-    StoreRowTail<ScoreType::kF32>(df, LoadRowTail<kType>(df, in + k, n - k),
-                                  out + k, n - k);
+  auto max1 = max;
+  for (; k + 2 * N <= n; k += 2 * N) {
+    const auto v0 = LoadRow<kType>(df, in + k);
+    const auto v1 = LoadRow<kType>(df, in + k + N);
+    hn::StoreU(v0, df, out + k);
+    hn::StoreU(v1, df, out + k + N);
+    max = hn::Max(max, v0);
+    max1 = hn::Max(max1, v1);
   }
+  max = hn::Max(max, max1);
+  for (; k + N <= n; k += N) {
+    const auto v = LoadRow<kType>(df, in + k);
+    hn::StoreU(v, df, out + k);
+    max = hn::Max(max, v);
+  }
+  if (k < n) {
+    const auto v = LoadRowTail<kType>(df, in + k, n - k);
+    StoreRowTail<ScoreType::kF32>(df, v, out + k, n - k);
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, n - k), v,
+                                      hn::Set(df, hn::GetLane(max))));
+  }
+  return max;
 }
 
 // The same for a spilled tile, out of line: one copy per target, not one
@@ -66,12 +103,13 @@ HWY_INLINE void ConvertRowToF32(DF df, const Elem<kType>* HWY_RESTRICT in,
 inline HWY_NOINLINE void ConvertToF32(ScoreType type, const void* in,
                                       float* HWY_RESTRICT out, std::size_t n) {
   const hn::ScalableTag<float> df;
+  const auto unused = hn::Zero(df);
   if (type == ScoreType::kBF16) {
     ConvertRowToF32<ScoreType::kBF16>(
-        df, static_cast<const Elem<ScoreType::kBF16>*>(in), out, n);
+        df, static_cast<const Elem<ScoreType::kBF16>*>(in), out, n, unused);
   } else {
     ConvertRowToF32<ScoreType::kF16>(
-        df, static_cast<const Elem<ScoreType::kF16>*>(in), out, n);
+        df, static_cast<const Elem<ScoreType::kF16>*>(in), out, n, unused);
   }
 }
 
@@ -115,6 +153,10 @@ struct RowSegments {
   ScoreType type;
   const KeepTileFill* tiles;
   float* spill;  // kSpillKeys + kAlignKeys floats (16-bit rows)
+  // 16-bit rows whose segments all fit the scratch: the maximum of their
+  // scores, taken as they were converted; pass 1 of a source that keeps
+  // every key of the segments (NoSource) is then done. NaN when unknown.
+  float raw_max = std::numeric_limits<float>::quiet_NaN();
 
   // One call of f, so that each pass is generated once per source (the
   // passes are inlined into it); rows without tiles take one step.
@@ -201,22 +243,17 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
                         const SoftmaxOptions& options) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool raw = !Source::kAdditive && options.scale >= 0.0f;
-  auto max = hn::Set(df, kNegInf);
-  row.ForEach(row_src, [&](const Segment& seg, void*,
-                           const Source& src) RLX_INLINE_LAMBDA {
-    max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
-              : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
-  });
   float m;
-  if constexpr (HWY_TARGET == HWY_EMU128) {
-    // Reduced by hand: Highway 1.0.3's MaxOfLanes on EMU128 starts from
-    // -FLT_MAX, which would turn a fully masked (-inf) row into a finite max.
-    HWY_ALIGN float lanes[hn::MaxLanes(df)];
-    hn::Store(max, df, lanes);
-    m = lanes[0];
-    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+  if (std::is_same_v<Source, NoSource> && raw && !std::isnan(row.raw_max)) {
+    m = row.raw_max;  // taken by the conversion of a 16-bit row
   } else {
-    m = hn::GetLane(hn::MaxOfLanes(df, max));
+    auto max = hn::Set(df, kNegInf);
+    row.ForEach(row_src, [&](const Segment& seg, void*,
+                             const Source& src) RLX_INLINE_LAMBDA {
+      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
+                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
+    });
+    m = MaxOfLanesExact(df, max);
   }
   if (!raw) return m;
   // No key kept, or every kept score is -inf: the caller zero-fills. Checked

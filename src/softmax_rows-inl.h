@@ -179,6 +179,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     const void* ins[KeptKeys::kMaxIntervals + 1];
     std::size_t count = 0;
     std::size_t scratch_keys = 0;
+    auto raw_max = hn::Set(df, -std::numeric_limits<float>::infinity());
+    bool all_stored = true;
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
       // The Decode token at slot upper sits at position past.
@@ -199,8 +201,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         outs[count++] = o + begin * elem_bytes;
         if constexpr (!f32) {
           if (stored) {
-            ConvertRowToF32<kType>(
-                df, reinterpret_cast<const Elem<kType>*>(first_in), work, size);
+            raw_max = ConvertRowToF32<kType>(
+                df, reinterpret_cast<const Elem<kType>*>(first_in), work, size,
+                raw_max);
+          } else {
+            all_stored = false;
           }
         }
       };
@@ -223,7 +228,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         }
       }
     }
-    const RowSegments row{segs, outs, ins, count, type, tiles, spill};
+    RowSegments row{segs, outs, ins, count, type, tiles, spill};
+    if (!f32 && all_stored) row.raw_max = MaxOfLanesExact(df, raw_max);
     const RowCode code{
         &mask,
         &options,
