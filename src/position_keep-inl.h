@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // detail::PositionKeepBytes (src/mask_rows.h) with the target's vectors: the
 // keep byte of each slot from its explicit int64 position. Re-included once
-// per target (through src/apply_mask-inl.h and src/softmax_row-inl.h). Why: the header's loop is
-// compiled for the baseline ISA, where the compiler does not vectorise
-// int64 compares; on a paged-cache decode (PG) it was about 12% of the
-// kernel's time.
+// per target (through src/apply_mask-inl.h and src/softmax_row-inl.h). Why: the
+// header's loop is compiled for the baseline ISA, where the compiler does not
+// vectorise int64 compares; on a paged-cache decode (PG) it was about 12% of
+// the kernel's time.
 #if defined(RLX_SRC_POSITION_KEEP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_POSITION_KEEP_INL_H_
 #undef RLX_SRC_POSITION_KEEP_INL_H_

@@ -309,7 +309,8 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
       StoreRowTail<ScoreType::kF32>(
           df, hn::IfThenElseZero(kept, hn::Set(df, value)), seg.work + k, n);
     }
-    row.Store(df, seg, out, 1.0f);
+    // An f32 row's work is its output; 16-bit rows convert it.
+    if (row.type != ScoreType::kF32) row.Store(df, seg, out, 1.0f);
   });
 }
 
@@ -447,12 +448,16 @@ HWY_INLINE void WithRuleSource(const RowCode& code, const F& f) {
 
 // The rows with ALiBi, over implicit key positions
 // (src/softmax_alibi_rows.cc) and explicit ones
-// (src/softmax_alibi_explicit_rows.cc): units of their own, so that no unit
-// takes long to compile.
+// (src/softmax_alibi_explicit_rows.cc), and those of a dense keep mask: units
+// of their own, so that no unit takes long to compile.
 void SoftmaxAlibiRow(const RowSegments& row, const RowCode& code,
                      detail::RowPrefetch& prefetch);
 void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
                              detail::RowPrefetch& prefetch);
+// The rows of a dense f32 or u8 keep mask alone, read directly
+// (src/softmax_dense_rows.cc).
+void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
+                         detail::RowPrefetch& prefetch);
 
 // The one place that chooses the code of a row: which source its passes
 // read (docs/KERNELS.md, "Which code runs for a row", lists them).
@@ -460,28 +465,9 @@ inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
                        detail::RowPrefetch& prefetch) {
   const hn::ScalableTag<float> df;
   const SoftmaxOptions& options = *code.options;
-  if (code.dense_rows) {
-    switch (code.rules->dense) {
-      case DenseKind::kKeepF32:
-        return SoftmaxSegments(
-            df, row,
-            KeepF32Source{static_cast<const float*>(code.mask->data) + code.m},
-            options, code.sink, code.lse, prefetch);
-      case DenseKind::kKeepU8:
-        return SoftmaxSegments(
-            df, row,
-            KeepU8Source{static_cast<const std::uint8_t*>(code.mask->data) +
-                         code.m},
-            options, code.sink, code.lse, prefetch);
-      case DenseKind::kBias:
-        return SoftmaxSegments(
-            df, row,
-            BiasSource{static_cast<const float*>(code.mask->data) + code.m},
-            options, code.sink, code.lse, prefetch);
-      case DenseKind::kKeepBits:  // not dense_rows
-      case DenseKind::kNone:      // not dense_only
-        break;
-    }
+  // A dense bias alone is the rule path's BiasSource (no rule, no bytes).
+  if (code.dense_rows && code.rules->dense != DenseKind::kBias) {
+    return SoftmaxDenseKeepRow(row, code, prefetch);
   }
   if (options.alibi_slopes != nullptr) {
     return SoftmaxAlibiRow(row, code, prefetch);

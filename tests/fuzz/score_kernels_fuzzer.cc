@@ -20,9 +20,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "rlx/score_kernels.h"
@@ -704,10 +704,8 @@ class Census {
     std::size_t missing = 0;
     std::fprintf(stderr, "corpus census over %zu inputs:\n", inputs_);
     for (const std::string& feature : wanted) {
-      std::size_t n = 0;
-      for (const auto& [name, count] : counts_) {
-        if (name == feature) n = count;
-      }
+      const auto it = counts_.find(feature);
+      const std::size_t n = it == counts_.end() ? 0 : it->second;
       std::fprintf(stderr, "  %-28s %zu%s\n", feature.c_str(), n,
                    n == 0 ? "  MISSING" : "");
       missing += n == 0;
@@ -720,17 +718,9 @@ class Census {
   }
 
  private:
-  void Add(const std::string& name) {
-    for (auto& [n, count] : counts_) {
-      if (n == name) {
-        ++count;
-        return;
-      }
-    }
-    counts_.emplace_back(name, 1);
-  }
+  void Add(const std::string& name) { ++counts_[name]; }
   std::size_t inputs_ = 0;
-  std::vector<std::pair<std::string, std::size_t>> counts_;
+  std::map<std::string, std::size_t> counts_;
 };
 
 }  // namespace
