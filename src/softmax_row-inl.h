@@ -5,8 +5,9 @@
 // src/softmax_alibi_rows.cc.
 //
 // The passes (src/softmax_passes-inl.h) read and write f32 only. A 16-bit
-// row's kept keys are converted into an f32 scratch on the stack first and
-// its results converted back after pass 3 (RowSegments): so the passes,
+// row's kept keys are converted into an f32 scratch first (on the stack, or
+// the thread's exp buffer for long rows: src/thread_exp_buffer.h) and its
+// results converted back after pass 3 (RowSegments): so the passes,
 // instantiated once per mask source, are compiled once, not once per row
 // type, and every 16-bit exp value that fits the scratch is kept.
 

@@ -26,6 +26,7 @@
 #include "src/softmax_exp-inl.h"
 #include "src/softmax_row-inl.h"
 #include "src/store_run-inl.h"
+#include "src/thread_exp_buffer.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -68,18 +69,20 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   auto* out_base = static_cast<char*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   const detail::Rules rules = detail::RulesOf(mask);
-  // Fixed-size buffers on the stack, so that no call allocates. 16-bit
-  // rows are converted to f32 into the scratch while their kept keys fit it
-  // (32 KiB), at a fixed offset from a 64-byte boundary: SegmentExp aligns
-  // its stores to `work`, so the split of a row's sums, and with it every
-  // result, is the same in every call. The passes run there in place, as
-  // on an f32 row, and pass 3 converts back. The kept keys beyond it go
-  // through the spill buffer tile by tile and are recomputed in pass 3 with
-  // pass 2's code (one more exp per such key: measured in
-  // docs/PERFORMANCE.md). The keep bytes of per-element rules: one tile of
-  // kKeepTileKeys keys (8 KiB).
+  // Fixed-size buffers on the stack, so that calls do not allocate. 16-bit
+  // rows are converted to f32 into the scratch (32 KiB), or, when their kept
+  // keys do not fit it, into this thread's exp buffer (src/thread_exp_buffer.h:
+  // allocated once per thread, not per call), at a fixed offset from a
+  // 64-byte boundary: SegmentExp aligns its stores to `work`, so the split
+  // of a row's sums, and with it every result, is the same in every call.
+  // The passes run there in place, as on an f32 row, and pass 3 converts
+  // back. Kept keys beyond both (rows past the buffer's limit, or an
+  // allocation that failed) go through the spill buffer tile by tile and are
+  // recomputed in pass 3 with pass 2's code (one more exp per such key). The
+  // keep bytes of per-element rules: one tile of kKeepTileKeys keys (8 KiB).
   constexpr std::size_t kScratchKeys = 8192;
   alignas(64) float scratch[kScratchKeys];
+  static_assert(detail::kThreadExpBufferAlign == 64);
   alignas(64) float spill[kSpillKeys + kAlignKeys];
   alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
   detail::RowKeepCache keep_cache;
@@ -179,6 +182,21 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     const void* ins[KeptKeys::kMaxIntervals + 1];
     std::size_t count = 0;
     std::size_t scratch_keys = 0;
+    float* work_base = scratch;
+    std::size_t work_keys = kScratchKeys;
+    if constexpr (!f32) {
+      // Each interval takes its keys and at most two lines of alignment.
+      std::size_t needed = 0;
+      for (std::size_t j = 0; j < kept.count; ++j) {
+        needed += kept.intervals[j].size() + 2 * kAlignKeys;
+      }
+      if (needed > kScratchKeys) {
+        if (float* held = detail::ThreadExpBuffer(needed)) {
+          work_base = held;
+          work_keys = needed;
+        }
+      }
+    }
     auto raw_max = hn::Set(df, -std::numeric_limits<float>::infinity());
     bool all_stored = true;
     for (std::size_t j = 0; j < kept.count; ++j) {
@@ -216,12 +234,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         // pass 2 aligns its scratch stores at the same key as f32 rows do.
         const std::size_t offset = scratch_keys + iv.begin % kAlignKeys;
         const std::size_t fits =
-            offset < kScratchKeys ? std::min(iv.size(), kScratchKeys - offset)
-                                  : 0;
-        if (fits > 0) add(iv.begin, fits, scratch + offset, true);
+            offset < work_keys ? std::min(iv.size(), work_keys - offset) : 0;
+        if (fits > 0) add(iv.begin, fits, work_base + offset, true);
         if (fits < iv.size()) {
           add(iv.begin + fits, iv.size() - fits, spill, false);
-          scratch_keys = kScratchKeys;
+          scratch_keys = work_keys;
         } else {
           scratch_keys =
               (offset + fits + kAlignKeys - 1) / kAlignKeys * kAlignKeys;

@@ -17,12 +17,14 @@
 #include <new>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rlx/attn_mask.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
+#include "src/thread_exp_buffer.h"
 #include "tests/per_target.h"
 #include "tests/rule_masks.h"
 #include "tests/score_check.h"
@@ -161,8 +163,17 @@ RLX_INSTANTIATE_PER_TARGET(NoAllocTest);
 constexpr ScoreType kTypes[] = {ScoreType::kF32, ScoreType::kBF16,
                                 ScoreType::kF16};
 
+// Every call allocates nothing, but for one exception: a thread's first
+// 16-bit row with more kept keys than the stack scratch (8192) allocates the
+// thread's exp buffer, once (src/thread_exp_buffer.h), checked by the next
+// tests. Here each thread has met a row as long as these first.
 TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   std::mt19937_64 rng(77);
+  {
+    testing::Tensor warm =
+        testing::MakeTensor(ScoreType::kBF16, Shape4{1, 1, 1, 12200}, 0, 0);
+    masked_softmax(warm.view, MaskSpec::none());
+  }
   const int iterations = testing::ScaledIterations(40);
   for (int it = 0; it < iterations; ++it) {
     // Short rows, rows past the 16-bit scratch and the keep-byte tile
@@ -208,6 +219,53 @@ TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
               }),
               0)
         << rm.name << " kept_keys";
+  }
+}
+
+// A 16-bit row whose kept keys fit the stack scratch never allocates, on a
+// thread that has run nothing before; a longer one allocates the thread's
+// exp buffer once (and the record of its destructor), and rows up to that
+// length never again. With the
+// buffer's limit at 0 (the recompute path) nothing allocates.
+TEST_P(NoAllocTest, LongSixteenBitRowsAllocateOncePerThread) {
+  const std::string target = GetParam();
+  for (const ScoreType type : {ScoreType::kBF16, ScoreType::kF16}) {
+    for (const std::size_t limit :
+         {detail::kDefaultThreadExpBufferFloats, std::size_t{0}}) {
+      const std::size_t previous = detail::SetThreadExpBufferLimit(limit);
+      long short_rows = -1, first = -1, again = -1, shorter = -1;
+      std::thread([&] {
+        // Per-target tests force the target process-wide (PerTargetTest).
+        const Shape4 s8000{1, 2, 1, 8000}, s20000{1, 2, 1, 20000};
+        const Shape4 s9000{1, 3, 1, 9000};
+        testing::Tensor a = testing::MakeTensor(type, s8000, 0, 0);
+        testing::Tensor b = testing::MakeTensor(type, s20000, 0, 0);
+        testing::Tensor c = testing::MakeTensor(type, s9000, 1, 0);
+        short_rows = AllocationsDuring(
+            [&] { masked_softmax(a.view, MaskSpec::causal()); });
+        first = AllocationsDuring(
+            [&] { masked_softmax(b.view, MaskSpec::decode(19990, 19999)); });
+        again = AllocationsDuring(
+            [&] { masked_softmax(b.view, MaskSpec::decode(17000, 19999)); });
+        shorter = AllocationsDuring(
+            [&] { masked_softmax(c.view, MaskSpec::none()); });
+      }).join();
+      detail::SetThreadExpBufferLimit(previous);
+      const std::string where = std::string(testing::TypeName(type)) +
+                                " limit " + std::to_string(limit) + " " +
+                                target;
+      EXPECT_EQ(short_rows, 0) << where;
+      // The buffer, and (the thread's first) the C++ runtime's record of
+      // its destructor, to be run at the thread's exit.
+      if (limit == 0) {
+        EXPECT_EQ(first, 0) << where;
+      } else {
+        EXPECT_GE(first, 1) << where;
+        EXPECT_LE(first, 2) << where;
+      }
+      EXPECT_EQ(again, 0) << where;
+      EXPECT_EQ(shorter, 0) << where;
+    }
   }
 }
 

@@ -409,7 +409,9 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
  * to 1 within 1e-6 (f32). A NaN or +inf among the kept scores is the caller's
  * and gives a NaN row, as plain softmax would. `options` NULL: the defaults. On
  * AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
- * caller's MXCSR before returning (rlx/score_kernels.h). */
+ * caller's MXCSR before returning (rlx/score_kernels.h). No allocation,
+ * except a per-thread exp buffer on a thread's first bf16/f16 row with more
+ * than 8192 kept keys (kept for later calls; rlx/score_kernels.h). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,
     const rlx_softmax_options* options, const rlx_row_range* rows);

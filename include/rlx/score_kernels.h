@@ -81,6 +81,12 @@ std::vector<float> alibi_slopes(std::size_t heads, float max_bias = 8.0f);
 // runs and restores the caller's MXCSR before returning.
 //
 // In place, or from `in` into `out` (same shape and type; may alias exactly).
+//
+// Memory: no call allocates, except that a thread's first bf16/f16 row with
+// more than 8192 kept keys allocates that thread's f32 exp buffer (4 bytes
+// per kept key, up to 64 MiB), which later rows reuse and longer ones grow;
+// it is freed when the thread exits. Beyond 64 MiB, or if the allocation
+// fails, such rows recompute their exps instead (same results, slower).
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
                     const SoftmaxOptions& options = {});
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,

@@ -621,7 +621,9 @@ pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
 /// In place, per row: `p = softmax(mask(softcap(scale * s)) + alibi +
 /// bias)`. Masked positions come out exactly 0 (unwritten without
 /// `zero_masked`), a fully masked row all zeros, a kept row without sinks
-/// sums to 1 within 1e-6.
+/// sums to 1 within 1e-6. Allocates nothing, except a per-thread exp buffer
+/// on a thread's first bf16/f16 row with more than 8192 kept keys (kept for
+/// later calls, freed when the thread exits).
 pub fn masked_softmax<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
