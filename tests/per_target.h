@@ -74,9 +74,10 @@ inline std::string TargetParamName(
   return info.param;
 }
 
-// Scales randomized iteration counts: the emulated (qemu) legs of the test
-// command set RLX_TEST_SCALE below 1 to fit their time budget. Exhaustive
-// sweeps are never scaled.
+// Scales randomized iteration counts: the emulated (qemu) and sanitizer
+// legs of the test command set RLX_TEST_SCALE below 1 to fit their time
+// budget (the release leg runs every iteration on the same targets).
+// Exhaustive sweeps are never scaled.
 inline double TestScale() {
   const char* s = std::getenv("RLX_TEST_SCALE");
   return s ? std::atof(s) : 1.0;
