@@ -11,11 +11,13 @@
 #define RLX_BENCH_FLOORS_INL_H_
 #endif
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
+#include "src/softmax_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -102,6 +104,88 @@ HWY_NOINLINE void ExpArray(const float* HWY_RESTRICT in,
     hn::SafeCopyN(n - i, d, in + i, buffer);
     hn::Store(hn::Exp(d, hn::Load(d, buffer)), d, buffer);
     hn::SafeCopyN(n - i, d, buffer, out + i);
+  }
+}
+
+// The plain softmax of one contiguous f32 row in place, three passes, as
+// the fastest public CPU softmax kernels run it (XNNPACK's rmax,
+// raddstoreexpminusmax and vmulc): the maximum with four accumulators; the
+// exp of (x - max), stored and summed, four vectors per step and two f32
+// sums; a multiply by the sum's one reciprocal. The exp is the library's
+// SoftmaxExp2 (base 2, the argument formed by one FMA), so that the floor
+// and masked_softmax pay the same exp. Loads and stores may run up to one
+// vector past `n` (KeptSoftmaxRows pads the rows): no tail code beyond a
+// masked last vector.
+template <class D>
+HWY_INLINE void PlainSoftmaxRow(D d, float* HWY_RESTRICT row, std::size_t n) {
+  const std::size_t N = hn::Lanes(d);
+  const auto neg_inf = hn::Set(d, -HUGE_VALF);
+  auto m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
+  std::size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    m0 = hn::Max(m0, hn::LoadU(d, row + i));
+    m1 = hn::Max(m1, hn::LoadU(d, row + i + N));
+    m2 = hn::Max(m2, hn::LoadU(d, row + i + 2 * N));
+    m3 = hn::Max(m3, hn::LoadU(d, row + i + 3 * N));
+  }
+  for (; i + N <= n; i += N) m0 = hn::Max(m0, hn::LoadU(d, row + i));
+  if (i < n) {
+    m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(d, n - i), hn::LoadU(d, row + i),
+                                    neg_inf));
+  }
+  const float max =
+      hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  const auto log2e = hn::Set(d, 1.44269504088896341f);
+  const auto bias = hn::Set(d, -max * 1.44269504088896341f);
+  const auto exp = [&](std::size_t k) __attribute__((always_inline)) {
+    return rlx::HWY_NAMESPACE::SoftmaxExp2(
+        d, hn::MulAdd(hn::LoadU(d, row + k), log2e, bias));
+  };
+  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+  i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    const auto e0 = exp(i), e1 = exp(i + N), e2 = exp(i + 2 * N),
+               e3 = exp(i + 3 * N);
+    hn::StoreU(e0, d, row + i);
+    hn::StoreU(e1, d, row + i + N);
+    hn::StoreU(e2, d, row + i + 2 * N);
+    hn::StoreU(e3, d, row + i + 3 * N);
+    s0 = hn::Add(s0, hn::Add(e0, e2));
+    s1 = hn::Add(s1, hn::Add(e1, e3));
+  }
+  for (; i + N <= n; i += N) {
+    const auto e = exp(i);
+    hn::StoreU(e, d, row + i);
+    s0 = hn::Add(s0, e);
+  }
+  if (i < n) {
+    const auto e = hn::IfThenElseZero(hn::FirstN(d, n - i), exp(i));
+    hn::StoreU(e, d, row + i);  // the padding past n takes zeros
+    s1 = hn::Add(s1, e);
+  }
+  const auto inv =
+      hn::Set(d, 1.0f / hn::GetLane(hn::SumOfLanes(d, hn::Add(s0, s1))));
+  i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + i), inv), d, row + i);
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + i + N), inv), d, row + i + N);
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + i + 2 * N), inv), d, row + i + 2 * N);
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + i + 3 * N), inv), d, row + i + 3 * N);
+  }
+  for (; i < n; i += N) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + i), inv), d, row + i);
+  }
+}
+
+// PlainSoftmaxRow over `count` rows, row r at data + begin[r], len[r] keys.
+HWY_NOINLINE void KeptSoftmaxRows(float* HWY_RESTRICT data,
+                                  const std::size_t* HWY_RESTRICT begin,
+                                  const std::size_t* HWY_RESTRICT len,
+                                  std::size_t count) {
+  const hn::ScalableTag<float> d;
+  const rlx::HWY_NAMESPACE::FlushToZeroScope flush_to_zero;  // SoftmaxExp2
+  for (std::size_t r = 0; r < count; ++r) {
+    PlainSoftmaxRow(d, data + begin[r], len[r]);
   }
 }
 

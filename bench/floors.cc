@@ -19,6 +19,7 @@ namespace rlx::bench {
 
 HWY_EXPORT(CopyBytes);
 HWY_EXPORT(ExpArray);
+HWY_EXPORT(KeptSoftmaxRows);
 HWY_EXPORT(TouchRow);
 
 void CopyFloor(const void* from, void* to, std::size_t bytes) {
@@ -36,6 +37,11 @@ void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
 
 void ExpFloor(const float* in, float* out, std::size_t n) {
   RLX_DYNAMIC_DISPATCH(ExpArray)(in, out, n);
+}
+
+void KeptSoftmaxFloor(float* data, const std::size_t* begin,
+                      const std::size_t* len, std::size_t count) {
+  RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows)(data, begin, len, count);
 }
 
 }  // namespace rlx::bench

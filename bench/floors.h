@@ -27,6 +27,14 @@ void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
 // out[i] = exp(in[i]) for i < n (no overlap), with hn::Exp (~1 ulp).
 void ExpFloor(const float* in, float* out, std::size_t n);
 
+// The plain softmax of `count` f32 rows in place, row r the `len[r]` floats
+// at data + begin[r], each followed by at least 64 bytes that the kernel may
+// read and overwrite (no tail code): the three-pass kernel of the fastest
+// public softmax, with masked_softmax's exp (kept_softmax_floor:
+// bench/floors_bench.cc).
+void KeptSoftmaxFloor(float* data, const std::size_t* begin,
+                      const std::size_t* len, std::size_t count);
+
 }  // namespace rlx::bench
 
 #endif  // RLX_BENCH_FLOORS_H_

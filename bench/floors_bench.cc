@@ -8,15 +8,21 @@
 // the whole row for None and dense masks) loaded and stored back, its other
 // keys stored zero, with no arithmetic. masked_softmax runs in place on the
 // same rows, so its time over touch_floor's is what its passes and arithmetic
-// add to that traffic.
+// add to that traffic. kept_softmax_floor/<workload>/<target> is the plain
+// softmax (the fastest public recipe) of exactly the kept keys of each row,
+// sliced out beforehand: what masking costs is masked_softmax's time over
+// it.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "bench/bench_util.h"
 #include "bench/floors.h"
+#include "bench/rlx_loop.h"
 #include "bench/suites.h"
 #include "bench/workloads.h"
 #include "rlx/score_kernels.h"
@@ -90,6 +96,68 @@ void BM_TouchFloor(benchmark::State& state, const Workload* w,
   SetScoreCounters(state, *w);
 }
 
+// The workload's kept scores sliced out, as f32: row r's kept keys (those
+// its materialised mask keeps, exactly) at begin[r], each row starting on a
+// 64-byte line and followed by at least one line of padding.
+struct KeptRows {
+  std::vector<float> pristine;  // the sliced scores, for every run to start
+  std::vector<std::size_t> begin, len;
+};
+
+const KeptRows& KeptRowsOf(const Workload& w) {
+  static std::map<std::string, KeptRows> cache;
+  KeptRows& kept = cache[w.name];
+  if (!kept.begin.empty()) return kept;
+  const WorkloadData& data = Data(w);
+  const std::size_t n = w.shape.k_len;
+  constexpr std::size_t kLine = 64 / sizeof(float);
+  for (std::size_t r = 0; r < w.shape.rows(); ++r) {
+    const float* mask_row = RlxRow(data.rlx, r, n);
+    kept.begin.push_back(kept.pristine.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      if (mask_row != nullptr && !RlxKeeps(data.rlx, mask_row[k])) continue;
+      const std::size_t at = r * n + k;
+      switch (w.type) {
+        case ScoreType::kF32:
+          kept.pristine.push_back(static_cast<const float*>(data.scores)[at]);
+          break;
+        case ScoreType::kBF16:
+          kept.pristine.push_back(
+              ToF32(static_cast<const bf16*>(data.scores)[at]));
+          break;
+        case ScoreType::kF16:
+          kept.pristine.push_back(
+              ToF32(static_cast<const f16*>(data.scores)[at]));
+          break;
+      }
+    }
+    kept.len.push_back(kept.pristine.size() - kept.begin.back());
+    kept.pristine.resize((kept.pristine.size() + 2 * kLine - 1) / kLine *
+                         kLine);
+  }
+  return kept;
+}
+
+// The plain softmax of exactly the kept keys of each row, sliced out (no
+// mask logic at all): what an executor that gathered them would run, and
+// the bar for masked_softmax on the same workload (issue 22). f32 for every
+// row type: the rows are converted when sliced, outside the timing.
+void BM_KeptSoftmaxFloor(benchmark::State& state, const Workload* w,
+                         const std::string& target) {
+  TargetScope scope(target);
+  const KeptRows& kept = KeptRowsOf(*w);
+  auto* rows =
+      static_cast<float*>(Scratch(1, kept.pristine.size() * sizeof(float)));
+  std::copy(kept.pristine.begin(), kept.pristine.end(), rows);
+  for (auto _ : state) {
+    KeptSoftmaxFloor(rows, kept.begin.data(), kept.len.data(),
+                     kept.begin.size());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(Data(*w).kept), sizeof(float),
+              static_cast<double>(Data(*w).kept));
+}
+
 void Register(const Workload& w, const std::string& target) {
   Configure(benchmark::RegisterBenchmark(
       BenchName({"copy_floor", w.name, target}).c_str(), BM_CopyFloor, &w,
@@ -100,6 +168,9 @@ void Register(const Workload& w, const std::string& target) {
   Configure(benchmark::RegisterBenchmark(
       BenchName({"touch_floor", w.name, target}).c_str(), BM_TouchFloor, &w,
       target));
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"kept_softmax_floor", w.name, target}).c_str(),
+      BM_KeptSoftmaxFloor, &w, target));
 }
 
 const bool kAdded = AddSuite({.rank = 40, .per_target = &Register});

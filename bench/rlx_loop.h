@@ -5,6 +5,7 @@
 #ifndef RLX_BENCH_RLX_LOOP_H_
 #define RLX_BENCH_RLX_LOOP_H_
 
+#include <cmath>
 #include <cstddef>
 
 #include "rlx/scores.h"
@@ -19,6 +20,18 @@ struct RlxMask {
   bool bias = false;
   std::size_t div = 1, mod = 1;
 };
+
+// Whether a mask row's entry `v` keeps its key (a bias: not -inf).
+inline bool RlxKeeps(const RlxMask& mask, float v) {
+  return mask.bias ? v != -HUGE_VALF : v >= 0.5f;
+}
+
+// The mask row of score row r (null: the mask keeps every key).
+inline const float* RlxRow(const RlxMask& mask, std::size_t r,
+                           std::size_t k_len) {
+  return mask.rows == nullptr ? nullptr
+                              : mask.rows + (r / mask.div) % mask.mod * k_len;
+}
 
 // For each of `num_rows` contiguous rows of k_len scores: per element
 // `if (m[k] < 0.5f) s[k] = -1e9f;` (or s[k] += b[k] for a bias), then a

@@ -171,8 +171,7 @@ std::unique_ptr<Storage> Build(const Workload& w) {
     for (std::size_t m = 0; m < d.rlx.mod; ++m) {
       const float* row = d.rlx.rows + m * k_len;
       per_row[m] = static_cast<std::size_t>(std::count_if(
-          row, row + k_len,
-          [&](float v) { return d.rlx.bias ? v != kNegInf : v >= 0.5f; }));
+          row, row + k_len, [&](float v) { return RlxKeeps(d.rlx, v); }));
     }
     for (std::size_t r = 0; r < shape.rows(); ++r) {
       d.kept += per_row[(r / d.rlx.div) % d.rlx.mod];
