@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <new>
 #include <stdexcept>
 #include <string>
 
@@ -44,6 +45,7 @@ HWY_AFTER_NAMESPACE();
 #include "src/mask_kind_list.h"
 #include "src/mask_rows.h"
 #include "src/softmax_rows.h"
+#include "src/thread_exp_buffer.h"
 
 namespace rlx {
 
@@ -342,6 +344,13 @@ void masked_softmax(const ScoreView& in, const ScoreView& out,
   CheckPerHead(kWho, "alibi_slopes", options.alibi_slopes, in.shape.heads,
                /*allow_neg_inf=*/false);
   if (rows.begin == rows.end) return;
+  // 16-bit rows longer than the stack scratch keep their exp values in the
+  // thread's buffer: had now, so that a failed allocation writes nothing.
+  if (in.type != ScoreType::kF32 && in.shape.k_len > detail::kStackExpKeys &&
+      detail::ThreadExpBuffer(detail::ExpWorkFloats(in.shape.k_len)) ==
+          nullptr) {
+    throw std::bad_alloc();
+  }
   detail::SoftmaxRows(in, out, mask, options, rows);
 }
 

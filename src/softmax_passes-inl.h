@@ -62,12 +62,6 @@ struct Segment {
   float* work;
   std::size_t k0, n;
   std::int64_t shift = 0;  // p_k - k of its keys (implicit positions)
-  // `work` holds its exp values between passes 2 and 3 (f32 rows: the
-  // output itself; 16-bit rows: the part of the kept keys that fits the
-  // stack scratch, where `in` is too); otherwise `in` and `work` are the
-  // spill buffer, which each pass refills tile by tile with the converted
-  // scores (RowSegments) and pass 3 recomputes before it normalises.
-  bool stored = true;
 };
 
 // The row's source as segment `seg` sees it (ALiBi: the segment's center).
@@ -295,10 +289,9 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   if (k < n) partial(k, n - k);
 }
 
-// Pass 2 (and pass 3's recompute of 16-bit keys beyond the scratch) of one
-// segment with the row's choice of the plain argument (never with a bias:
-// only sources without one instantiate it). Inlined: out of line, the call
-// per segment measured 4-9% slower on short 16-bit rows (D2wf16).
+// Pass 2 of one segment with the row's choice of the plain argument (never with
+// a bias: only sources without one instantiate it). Inlined: out of line, the
+// call per segment measured 4-9% slower on short 16-bit rows (D2wf16).
 template <class DF, class Source>
 HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,
                        const SoftmaxOptions& options, float max, bool plain,

@@ -40,13 +40,10 @@ namespace rlx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Keys of one tile of a 16-bit row's scores beyond its scratch (the spill
-// buffer), a divisor of kKeepTileKeys; and a 64-byte line in keys: a spilled
-// tile starts at its key's offset within a line, so that its stores align
-// where its loads do.
-constexpr std::size_t kSpillKeys = 2048;
+// A 64-byte line in keys: a 16-bit row's segment starts in its work buffer
+// at its key's offset within a line, so that its stores align where an f32
+// row's do.
 constexpr std::size_t kAlignKeys = 64 / sizeof(float);
-static_assert(kKeepTileKeys % kSpillKeys == 0);
 
 // The maximum of a vector's lanes. Highway 1.0.3's MaxOfLanes on EMU128
 // starts from -FLT_MAX, which would turn a fully masked (-inf) row into a
@@ -99,21 +96,6 @@ HWY_INLINE hn::Vec<DF> ConvertRowToF32(DF df,
   return max;
 }
 
-// The same for a spilled tile, out of line: one copy per target, not one
-// per mask source.
-inline HWY_NOINLINE void ConvertToF32(ScoreType type, const void* in,
-                                      float* HWY_RESTRICT out, std::size_t n) {
-  const hn::ScalableTag<float> df;
-  const auto unused = hn::Zero(df);
-  if (type == ScoreType::kBF16) {
-    ConvertRowToF32<ScoreType::kBF16>(
-        df, static_cast<const Elem<ScoreType::kBF16>*>(in), out, n, unused);
-  } else {
-    ConvertRowToF32<ScoreType::kF16>(
-        df, static_cast<const Elem<ScoreType::kF16>*>(in), out, n, unused);
-  }
-}
-
 // Fills the keep bytes of keys [begin, end) of one row into `bytes` from
 // its start (detail::RowKeepBytes with origin begin).
 struct KeepTileFill {
@@ -139,24 +121,18 @@ constexpr bool kHasOrigin<AlibiSource<Inner, Distance>> = kHasOrigin<Inner>;
 // The kept segments of one row (at most KeptKeys::kMaxIntervals + 1), as
 // every pass visits them: ForEach(src, f) calls f(segment, out, source) for
 // each, where `out` is the segment's first key in the output row (row type).
-// A segment's `stored` says where pass 3 finds its exp values; one that is
-// not (16-bit keys beyond the scratch) is visited in tiles of kSpillKeys
-// keys, each converted from `ins` into the spill buffer first, which is then
-// its input and its work. `tiles` (rows whose keep bytes do not fit their
-// buffer): each segment is visited in tiles of kKeepTileKeys keys (or
-// fewer), the buffer refilled and the source rebased (WithOrigin) before
-// each.
+// `tiles` (rows whose keep bytes do not fit their buffer): each segment is
+// visited in tiles of kKeepTileKeys keys (or fewer), the buffer refilled and
+// the source rebased (WithOrigin) before each.
 struct RowSegments {
   const Segment* segs;
   void* const* outs;
-  const void* const* ins;  // 16-bit rows: each segment's first input key
   std::size_t count;
   ScoreType type;
   const KeepTileFill* tiles;
-  float* spill;  // kSpillKeys + kAlignKeys floats (16-bit rows)
-  // 16-bit rows whose segments all fit the scratch: the maximum of their
-  // scores, taken as they were converted; pass 1 of a source that keeps
-  // every key of the segments (NoSource) is then done. NaN when unknown.
+  // 16-bit rows: the maximum of their segments' scores, taken as they were
+  // converted; pass 1 of a source that keeps every key of the segments
+  // (NoSource) is then done. NaN for f32 rows.
   float raw_max = std::numeric_limits<float>::quiet_NaN();
 
   // One call of f, so that each pass is generated once per source (the
@@ -167,8 +143,7 @@ struct RowSegments {
       const Segment& seg = segs[j];
       bool tiled = false;
       if constexpr (kHasOrigin<Source>) tiled = tiles != nullptr;
-      std::size_t step = tiled ? kKeepTileKeys : seg.n;
-      if (!seg.stored) step = std::min(step, kSpillKeys);
+      const std::size_t step = tiled ? kKeepTileKeys : seg.n;
       for (std::size_t t = 0; t < seg.n; t += step) {
         const std::size_t len = std::min(step, seg.n - t);
         Source tile_src = src;
@@ -178,14 +153,8 @@ struct RowSegments {
             tile_src = src.WithOrigin(seg.k0 + t);
           }
         }
-        Segment tile{seg.in + t, seg.work + t, seg.k0 + t,
-                     len,        seg.shift,    seg.stored};
-        if (!seg.stored) {
-          float* spilled = spill + (seg.k0 + t) % kAlignKeys;
-          ConvertToF32(type, static_cast<const std::uint16_t*>(ins[j]) + t,
-                       spilled, len);
-          tile.in = tile.work = spilled;
-        }
+        const Segment tile{seg.in + t, seg.work + t, seg.k0 + t, len,
+                           seg.shift};
         void* out = type == ScoreType::kF32
                         ? static_cast<void*>(static_cast<float*>(outs[j]) + t)
                         : static_cast<std::uint16_t*>(outs[j]) + t;
@@ -315,19 +284,6 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
   });
 }
 
-// Pass 2 again on a spilled tile, for pass 3 (its sums are not used). Out
-// of line: only rows beyond the scratch take it, a tile of 2048 keys per
-// call, and inlined it doubled the code of pass 3.
-template <class DF, class Source>
-HWY_NOINLINE void RecomputeExp(DF df, const Segment& seg, const Source& src,
-                               const SoftmaxOptions& options, float max,
-                               bool plain) {
-  const WideTag<DF> dd;
-  auto unused_lo = hn::Zero(dd), unused_hi = unused_lo;
-  detail::RowPrefetch none;
-  RowExp(df, seg, src, options, max, plain, none, unused_lo, unused_hi);
-}
-
 // The whole softmax of one row over its kept segments (one whole-row
 // segment for dense-only masks). Masked keys outside the segments are the
 // caller's (zero-filled in the default mode). `sink` is the head's sink
@@ -377,7 +333,6 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   row.ForEach(src, [&](const Segment& seg, void*,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    // Values beyond the scratch go to the spill buffer and are dropped.
     RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
   });
   double sum = WideTotal(dd, sum_lo, sum_hi);
@@ -399,16 +354,9 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     *lse = static_cast<float>(max + (std::log(sum) - shift));
   }
   const float inv_sum = static_cast<float>(1.0 / sum);
-  row.ForEach(src, [&](const Segment& seg, void* out, const Source& seg_src)
-                       RLX_INLINE_LAMBDA {
-                         // Pass 3 normalises the stored values; 16-bit keys
-                         // whose values did not fit the scratch are recomputed
-                         // in the spill buffer first, by pass 2's code (whose
-                         // sums are not used here).
-                         if (!seg.stored)
-                           RecomputeExp(df, seg, seg_src, options, max, plain);
-                         row.Store(df, seg, out, inv_sum);
-                       });
+  // Pass 3 normalises the stored values (16-bit rows: into the row type).
+  row.ForEach(src, [&](const Segment& seg, void* out, const Source&)
+                       RLX_INLINE_LAMBDA { row.Store(df, seg, out, inv_sum); });
 }
 
 // What chooses a row's code, besides its segments: the mask, the options,

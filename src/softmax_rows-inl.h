@@ -70,20 +70,23 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   const detail::Rules rules = detail::RulesOf(mask);
   // Fixed-size buffers on the stack, so that calls do not allocate. 16-bit
-  // rows are converted to f32 into the scratch (32 KiB), or, when their kept
-  // keys do not fit it, into this thread's exp buffer (src/thread_exp_buffer.h:
-  // allocated once per thread, not per call), at a fixed offset from a
-  // 64-byte boundary: SegmentExp aligns its stores to `work`, so the split
-  // of a row's sums, and with it every result, is the same in every call.
-  // The passes run there in place, as on an f32 row, and pass 3 converts
-  // back. Kept keys beyond both (rows past the buffer's limit, or an
-  // allocation that failed) go through the spill buffer tile by tile and are
-  // recomputed in pass 3 with pass 2's code (one more exp per such key). The
-  // keep bytes of per-element rules: one tile of kKeepTileKeys keys (8 KiB).
-  constexpr std::size_t kScratchKeys = 8192;
-  alignas(64) float scratch[kScratchKeys];
+  // rows are converted to f32 into the scratch (32 KiB) or, for rows longer
+  // than it, into this thread's exp buffer (src/thread_exp_buffer.h: had by
+  // the caller before any row was written, allocated once per thread), at a
+  // fixed offset from a 64-byte boundary: SegmentExp aligns its stores to
+  // `work`, so the split of a row's sums, and with it every result, is the
+  // same in either. The passes run there in place, as on an f32 row, and
+  // pass 3 converts back, so every exp value is kept. f32 rows need neither.
+  // The keep bytes of per-element rules: one tile of kKeepTileKeys keys
+  // (8 KiB).
+  alignas(
+      64) float scratch[f32 ? 1 : detail::ExpWorkFloats(detail::kStackExpKeys)];
   static_assert(detail::kThreadExpBufferAlign == 64);
-  alignas(64) float spill[kSpillKeys + kAlignKeys];
+  float* const work_base =
+      f32 || n <= detail::kStackExpKeys
+          ? scratch
+          : detail::ThreadExpBuffer(detail::ExpWorkFloats(n));
+  if (work_base == nullptr) return;  // unreachable: the caller had it
   alignas(64) std::uint8_t keep_bytes[kKeepTileKeys];
   detail::RowKeepCache keep_cache;
   const std::size_t mask_unit = DenseUnitBytes(rules.dense);
@@ -173,32 +176,15 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
     // The segments: f32 rows in place in the output (in the input, for the
-    // passes that read); 16-bit rows converted into the scratch at 64-byte
-    // aligned offsets while it lasts: the interval that overflows it is split
-    // into a stored part and a spilled one, and the intervals after it are
-    // spilled (so one more segment than intervals at most).
-    Segment segs[KeptKeys::kMaxIntervals + 1];
-    void* outs[KeptKeys::kMaxIntervals + 1];
-    const void* ins[KeptKeys::kMaxIntervals + 1];
+    // passes that read); 16-bit rows converted into the work buffer, each
+    // interval at its key index modulo 64 bytes (so that pass 2 aligns its
+    // stores at the same key as on f32 rows) and the next from the line
+    // after it: ExpWorkFloats(n) floats suffice.
+    Segment segs[KeptKeys::kMaxIntervals];
+    void* outs[KeptKeys::kMaxIntervals];
     std::size_t count = 0;
-    std::size_t scratch_keys = 0;
-    float* work_base = scratch;
-    std::size_t work_keys = kScratchKeys;
-    if constexpr (!f32) {
-      // Each interval takes its keys and at most two lines of alignment.
-      std::size_t needed = 0;
-      for (std::size_t j = 0; j < kept.count; ++j) {
-        needed += kept.intervals[j].size() + 2 * kAlignKeys;
-      }
-      if (needed > kScratchKeys) {
-        if (float* held = detail::ThreadExpBuffer(needed)) {
-          work_base = held;
-          work_keys = needed;
-        }
-      }
-    }
+    std::size_t work_keys = 0;
     auto raw_max = hn::Set(df, -std::numeric_limits<float>::infinity());
-    bool all_stored = true;
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
       // The Decode token at slot upper sits at position past.
@@ -206,47 +192,24 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
                                      ? static_cast<std::int64_t>(mask.past) -
                                            static_cast<std::int64_t>(mask.upper)
                                      : 0;
-      const auto add = [&](std::size_t begin, std::size_t size, float* work,
-                           bool stored) {
-        const char* first_in = s + begin * elem_bytes;
-        segs[count] = {f32 ? reinterpret_cast<const float*>(first_in) : work,
-                       work,
-                       begin,
-                       size,
-                       shift,
-                       stored};
-        ins[count] = first_in;
-        outs[count++] = o + begin * elem_bytes;
-        if constexpr (!f32) {
-          if (stored) {
-            raw_max = ConvertRowToF32<kType>(
-                df, reinterpret_cast<const Elem<kType>*>(first_in), work, size,
-                raw_max);
-          } else {
-            all_stored = false;
-          }
-        }
-      };
+      const char* first_in = s + iv.begin * elem_bytes;
+      outs[count] = o + iv.begin * elem_bytes;
       if constexpr (f32) {
-        add(iv.begin, iv.size(), reinterpret_cast<float*>(o) + iv.begin, true);
+        float* work = reinterpret_cast<float*>(o) + iv.begin;
+        segs[count++] = {reinterpret_cast<const float*>(first_in), work,
+                         iv.begin, iv.size(), shift};
       } else {
-        // Each part's work starts at its key index modulo 64 bytes, so that
-        // pass 2 aligns its scratch stores at the same key as f32 rows do.
-        const std::size_t offset = scratch_keys + iv.begin % kAlignKeys;
-        const std::size_t fits =
-            offset < work_keys ? std::min(iv.size(), work_keys - offset) : 0;
-        if (fits > 0) add(iv.begin, fits, work_base + offset, true);
-        if (fits < iv.size()) {
-          add(iv.begin + fits, iv.size() - fits, spill, false);
-          scratch_keys = work_keys;
-        } else {
-          scratch_keys =
-              (offset + fits + kAlignKeys - 1) / kAlignKeys * kAlignKeys;
-        }
+        float* work = work_base + work_keys + iv.begin % kAlignKeys;
+        segs[count++] = {work, work, iv.begin, iv.size(), shift};
+        raw_max = ConvertRowToF32<kType>(
+            df, reinterpret_cast<const Elem<kType>*>(first_in), work, iv.size(),
+            raw_max);
+        work_keys += (iv.begin % kAlignKeys + iv.size() + kAlignKeys - 1) /
+                     kAlignKeys * kAlignKeys;
       }
     }
-    RowSegments row{segs, outs, ins, count, type, tiles, spill};
-    if (!f32 && all_stored) row.raw_max = MaxOfLanesExact(df, raw_max);
+    RowSegments row{segs, outs, count, type, tiles};
+    if (!f32) row.raw_max = MaxOfLanesExact(df, raw_max);
     const RowCode code{
         &mask,
         &options,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "src/thread_exp_buffer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -9,7 +10,7 @@
 namespace rlx::detail {
 namespace {
 
-std::atomic<std::size_t> limit_floats{kDefaultThreadExpBufferFloats};
+std::atomic<std::size_t> limit_floats{SIZE_MAX};
 
 constexpr std::align_val_t kAlign{kThreadExpBufferAlign};
 
@@ -25,17 +26,15 @@ struct ThreadBuffer {
 }  // namespace
 
 float* ThreadExpBuffer(std::size_t floats) {
-  if (floats > limit_floats.load(std::memory_order_relaxed) ||
-      floats > SIZE_MAX / (2 * sizeof(float))) {
-    return nullptr;
-  }
   thread_local ThreadBuffer buffer;
   if (floats <= buffer.floats) return buffer.data.get();
+  const std::size_t limit = limit_floats.load(std::memory_order_relaxed);
+  if (floats > limit) return nullptr;
   // Grown to at least twice its size (rows that lengthen by a key per decode
-  // step reallocate O(log n) times), in whole cache lines.
-  std::size_t grown = floats > 2 * buffer.floats ? floats : 2 * buffer.floats;
-  if (grown > limit_floats.load(std::memory_order_relaxed)) grown = floats;
+  // step reallocate O(log n) times), within the limit, in whole lines.
   constexpr std::size_t kLineFloats = kThreadExpBufferAlign / sizeof(float);
+  std::size_t grown = std::max(floats, std::min(2 * buffer.floats, limit));
+  if (grown > SIZE_MAX / sizeof(float) - kThreadExpBufferAlign) return nullptr;
   grown = (grown + kLineFloats - 1) / kLineFloats * kLineFloats;
   void* p = ::operator new(grown * sizeof(float), kAlign, std::nothrow);
   if (p == nullptr) return nullptr;

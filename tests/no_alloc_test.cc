@@ -24,7 +24,6 @@
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
-#include "src/thread_exp_buffer.h"
 #include "tests/per_target.h"
 #include "tests/rule_masks.h"
 #include "tests/score_check.h"
@@ -164,9 +163,9 @@ constexpr ScoreType kTypes[] = {ScoreType::kF32, ScoreType::kBF16,
                                 ScoreType::kF16};
 
 // Every call allocates nothing, but for one exception: a thread's first
-// 16-bit row with more kept keys than the stack scratch (8192) allocates the
+// 16-bit row longer than the stack scratch (8192 keys) allocates the
 // thread's exp buffer, once (src/thread_exp_buffer.h), checked by the next
-// tests. Here each thread has met a row as long as these first.
+// test. Here the thread has met a row as long as these first.
 TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   std::mt19937_64 rng(77);
   {
@@ -222,50 +221,39 @@ TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   }
 }
 
-// A 16-bit row whose kept keys fit the stack scratch never allocates, on a
-// thread that has run nothing before; a longer one allocates the thread's
+// A 16-bit row of at most 8192 keys (the stack scratch) never allocates, on
+// a thread that has run nothing before; a longer one allocates the thread's
 // exp buffer once (and the record of its destructor), and rows up to that
-// length never again. With the
-// buffer's limit at 0 (the recompute path) nothing allocates.
+// length never again.
 TEST_P(NoAllocTest, LongSixteenBitRowsAllocateOncePerThread) {
   const std::string target = GetParam();
   for (const ScoreType type : {ScoreType::kBF16, ScoreType::kF16}) {
-    for (const std::size_t limit :
-         {detail::kDefaultThreadExpBufferFloats, std::size_t{0}}) {
-      const std::size_t previous = detail::SetThreadExpBufferLimit(limit);
-      long short_rows = -1, first = -1, again = -1, shorter = -1;
-      std::thread([&] {
-        // Per-target tests force the target process-wide (PerTargetTest).
-        const Shape4 s8000{1, 2, 1, 8000}, s20000{1, 2, 1, 20000};
-        const Shape4 s9000{1, 3, 1, 9000};
-        testing::Tensor a = testing::MakeTensor(type, s8000, 0, 0);
-        testing::Tensor b = testing::MakeTensor(type, s20000, 0, 0);
-        testing::Tensor c = testing::MakeTensor(type, s9000, 1, 0);
-        short_rows = AllocationsDuring(
-            [&] { masked_softmax(a.view, MaskSpec::causal()); });
-        first = AllocationsDuring(
-            [&] { masked_softmax(b.view, MaskSpec::decode(19990, 19999)); });
-        again = AllocationsDuring(
-            [&] { masked_softmax(b.view, MaskSpec::decode(17000, 19999)); });
-        shorter = AllocationsDuring(
-            [&] { masked_softmax(c.view, MaskSpec::none()); });
-      }).join();
-      detail::SetThreadExpBufferLimit(previous);
-      const std::string where = std::string(testing::TypeName(type)) +
-                                " limit " + std::to_string(limit) + " " +
-                                target;
-      EXPECT_EQ(short_rows, 0) << where;
-      // The buffer, and (the thread's first) the C++ runtime's record of
-      // its destructor, to be run at the thread's exit.
-      if (limit == 0) {
-        EXPECT_EQ(first, 0) << where;
-      } else {
-        EXPECT_GE(first, 1) << where;
-        EXPECT_LE(first, 2) << where;
-      }
-      EXPECT_EQ(again, 0) << where;
-      EXPECT_EQ(shorter, 0) << where;
-    }
+    long short_rows = -1, first = -1, again = -1, shorter = -1;
+    std::thread([&] {
+      // Per-target tests force the target process-wide (PerTargetTest).
+      const Shape4 s8192{1, 2, 1, 8192}, s20000{1, 2, 1, 20000};
+      const Shape4 s9000{1, 3, 1, 9000};
+      testing::Tensor a = testing::MakeTensor(type, s8192, 0, 0);
+      testing::Tensor b = testing::MakeTensor(type, s20000, 0, 0);
+      testing::Tensor c = testing::MakeTensor(type, s9000, 1, 0);
+      short_rows =
+          AllocationsDuring([&] { masked_softmax(a.view, MaskSpec::none()); });
+      first = AllocationsDuring(
+          [&] { masked_softmax(b.view, MaskSpec::decode(100, 19999)); });
+      again = AllocationsDuring(
+          [&] { masked_softmax(b.view, MaskSpec::decode(17000, 19999)); });
+      shorter =
+          AllocationsDuring([&] { masked_softmax(c.view, MaskSpec::none()); });
+    }).join();
+    const std::string where =
+        std::string(testing::TypeName(type)) + " " + target;
+    EXPECT_EQ(short_rows, 0) << where;
+    // The buffer, and (the thread's first) the C++ runtime's record of its
+    // destructor, to be run at the thread's exit.
+    EXPECT_GE(first, 1) << where;
+    EXPECT_LE(first, 2) << where;
+    EXPECT_EQ(again, 0) << where;
+    EXPECT_EQ(shorter, 0) << where;
   }
 }
 

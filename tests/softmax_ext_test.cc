@@ -13,10 +13,13 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "rlx/rlx_attn_mask.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
@@ -672,7 +675,7 @@ TEST_P(SoftmaxExtTest, KeptOnlyWritesMatchTheDefaultInsideKeptKeys) {
 }
 
 // The limit of the threads' exp buffers (src/thread_exp_buffer.h) for one
-// scope: 0 makes 16-bit rows longer than the stack scratch recompute.
+// scope.
 class ScopedExpBufferLimit {
  public:
   explicit ScopedExpBufferLimit(std::size_t floats)
@@ -685,19 +688,66 @@ class ScopedExpBufferLimit {
   std::size_t previous_;
 };
 
+// A 16-bit row longer than the stack scratch whose exp buffer cannot be
+// allocated (here: beyond the limit, on a thread that has none): an error
+// before anything is written, std::bad_alloc in C++ and RLX_OUT_OF_MEMORY
+// naming the function in C. Rows that fit the scratch, and f32 rows, do
+// not need it.
+TEST_P(SoftmaxExtTest, AFailedExpBufferAllocationWritesNothing) {
+  const ScopedExpBufferLimit limit(1000);
+  std::thread([] {
+    for (const ScoreType type : {ScoreType::kBF16, ScoreType::kF16}) {
+      std::mt19937_64 rng(9000);
+      const Shape4 s{1, 2, 1, 9000};
+      const testing::Tensor t = RandomScores(rng, type, s);
+      std::vector<std::uint8_t> got_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView got = testing::SameViewIn(t, got_bytes);
+      const std::string where = testing::TypeName(type);
+      EXPECT_THROW(masked_softmax(got, MaskSpec::causal()), std::bad_alloc)
+          << where;
+      EXPECT_EQ(got_bytes, before_bytes) << where;
+      rlx_score_view view{};
+      view.data = got.data;
+      view.type = type == ScoreType::kBF16 ? RLX_SCORE_BF16 : RLX_SCORE_F16;
+      view.shape.batch = s.batch;
+      view.shape.heads = s.heads;
+      view.shape.q_len = s.q_len;
+      view.shape.k_len = s.k_len;
+      view.strides = rlx_contiguous_strides(view.shape);
+      rlx_mask_spec mask;
+      rlx_mask_spec_init(&mask);
+      EXPECT_EQ(rlx_masked_softmax(&view, &mask, nullptr, nullptr),
+                RLX_OUT_OF_MEMORY)
+          << where;
+      EXPECT_NE(std::string(rlx_last_error()).find("rlx_masked_softmax"),
+                std::string::npos)
+          << where << ": " << rlx_last_error();
+      EXPECT_EQ(got_bytes, before_bytes) << where;
+      // 8192 keys fit the stack scratch.
+      const Shape4 s8192{1, 1, 1, 8192};
+      const testing::Tensor fits = RandomScores(rng, type, s8192);
+      std::vector<std::uint8_t> fits_bytes;
+      EXPECT_NO_THROW(masked_softmax(testing::SameViewIn(fits, fits_bytes),
+                                     MaskSpec::none()))
+          << where;
+    }
+    std::vector<float> f32(2 * 9000, 1.0f);
+    EXPECT_NO_THROW(masked_softmax(
+        ScoreView::f32(f32.data(), Shape4{1, 2, 1, 9000}), MaskSpec::none()));
+  }).join();
+}
+
 // Rows longer than the kernels' stack buffers (16-bit exp scratch of 8192
 // keys, keep bytes in tiles of 8192: src/softmax_rows-inl.h): 16-bit rows
-// then keep their exp values in the thread's exp buffer, or, at odd
-// iterations (the buffer's limit at 0), recompute them in pass 3; and
-// per-element rules are decided tile by tile in every pass. Every rule,
+// then keep their exp values in the thread's exp buffer, and per-element
+// rules are decided tile by tile in every pass. Every rule,
 // sinks, ALiBi, row_lse and both write modes against the oracle; apply_mask
 // bit for bit.
 TEST_P(SoftmaxExtTest, RowsBeyondTheStackBuffersMatchTheOracle) {
   std::mt19937_64 rng(4097);
   const int iterations = testing::ScaledIterations(24);
   for (int it = 0; it < iterations; ++it) {
-    const ScopedExpBufferLimit limit(
-        it / 3 % 2 == 0 ? detail::kDefaultThreadExpBufferFloats : 0);
     const std::size_t n = it % 3 == 0   ? 8177 + rng() % 64
                           : it % 3 == 1 ? 8193 + rng() % 300
                                         : 9000 + rng() % 9000;
@@ -760,56 +810,50 @@ TEST_P(SoftmaxExtTest, RowsBeyondTheStackBuffersMatchTheOracle) {
   }
 }
 
-// Without the thread's exp buffer (its limit at 0), 16-bit rows keep the
-// first 8192 exp values in the stack scratch and recompute the rest: the
-// interval that crosses the scratch's end is split there, and the intervals
-// after it (here the Decode token) are recomputed. Sinks put a first
-// interval before it, and misaligned offsets move the edge within a vector.
-// With the buffer, the same rows move from the scratch to the buffer at the
-// edge. Every kept-key count around the edge matches the oracle.
-TEST_P(SoftmaxExtTest, RowsSplitAtTheScratchEdgeMatchTheOracle) {
+// 16-bit rows of up to 8192 keys keep their exp values in the stack
+// scratch, longer ones in the thread's exp buffer: rows on both sides of
+// the edge, with one to three kept intervals (sinks put one before the
+// window, the Decode token one after it) at misaligned offsets, match the
+// oracle.
+TEST_P(SoftmaxExtTest, RowsAtTheScratchEdgeMatchTheOracle) {
   std::mt19937_64 rng(8192);
-  for (const std::size_t limit :
-       {std::size_t{0}, detail::kDefaultThreadExpBufferFloats})
-    for (const std::size_t past :
-         {std::size_t{8176}, std::size_t{8187}, std::size_t{8191},
-          std::size_t{8192}, std::size_t{8193}, std::size_t{8200},
-          std::size_t{8209}, std::size_t{16390}}) {
-      for (const std::size_t sinks : {std::size_t{0}, std::size_t{5}}) {
-        const std::size_t n = past + 40;  // slots past..n-2 are padding
-        const Shape4 s{1, 2, 1, n};
-        MaskSpec mask = MaskSpec::decode(past, n - 1);
-        // A window of past - 3 keys (with the query) leaves a gap of 4 keys
-        // after the sinks: three intervals.
-        if (sinks > 0)
-          mask = mask.with_sink_keys(sinks).with_window_keys(past - 3);
-        SoftmaxOptions options;
-        options.scale = 0.5f;
-        std::vector<float> lse(s.rows()), lse_want(s.rows());
-        options.row_lse = lse.data();
-        for (ScoreType type : kTypes) {
-          const testing::Tensor t = RandomScores(rng, type, s);
-          const ScopedExpBufferLimit scoped(limit);
-          const std::string where =
-              std::string(testing::TypeName(type)) + " past " +
-              std::to_string(past) + " sinks " + std::to_string(sinks) +
-              " exp buffer limit " + std::to_string(limit);
-          std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-          const ScoreView before = testing::SameViewIn(t, before_bytes);
-          const ScoreView got = testing::SameViewIn(t, got_bytes);
-          const ScoreView want = testing::SameViewIn(t, want_bytes);
-          masked_softmax(got, mask, options);
-          SoftmaxOptions ref_options = options;
-          ref_options.row_lse = lse_want.data();
-          reference::masked_softmax(want, want, mask, ref_options,
-                                    RowRange::all(s));
-          ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                             lse.data(), lse_want.data()),
-                    "")
-              << where;
-        }
+  for (const std::size_t past :
+       {std::size_t{8110}, std::size_t{8140}, std::size_t{8151},
+        std::size_t{8152}, std::size_t{8153}, std::size_t{8160},
+        std::size_t{8169}, std::size_t{16390}}) {
+    for (const std::size_t sinks : {std::size_t{0}, std::size_t{5}}) {
+      const std::size_t n = past + 40;  // slots past..n-2 are padding
+      const Shape4 s{1, 2, 1, n};
+      MaskSpec mask = MaskSpec::decode(past, n - 1);
+      // A window of past - 3 keys (with the query) leaves a gap of 4 keys
+      // after the sinks: three intervals.
+      if (sinks > 0)
+        mask = mask.with_sink_keys(sinks).with_window_keys(past - 3);
+      SoftmaxOptions options;
+      options.scale = 0.5f;
+      std::vector<float> lse(s.rows()), lse_want(s.rows());
+      options.row_lse = lse.data();
+      for (ScoreType type : kTypes) {
+        const testing::Tensor t = RandomScores(rng, type, s);
+        const std::string where = std::string(testing::TypeName(type)) +
+                                  " k_len " + std::to_string(n) + " sinks " +
+                                  std::to_string(sinks);
+        std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+        const ScoreView before = testing::SameViewIn(t, before_bytes);
+        const ScoreView got = testing::SameViewIn(t, got_bytes);
+        const ScoreView want = testing::SameViewIn(t, want_bytes);
+        masked_softmax(got, mask, options);
+        SoftmaxOptions ref_options = options;
+        ref_options.row_lse = lse_want.data();
+        reference::masked_softmax(want, want, mask, ref_options,
+                                  RowRange::all(s));
+        ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                           lse.data(), lse_want.data()),
+                  "")
+            << where;
       }
     }
+  }
 }
 
 // NaN (or +inf) sinks and non-finite slopes: a named error naming the head

@@ -410,8 +410,9 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
  * and gives a NaN row, as plain softmax would. `options` NULL: the defaults. On
  * AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
  * caller's MXCSR before returning (rlx/score_kernels.h). No allocation,
- * except a per-thread exp buffer on a thread's first bf16/f16 row with more
- * than 8192 kept keys (kept for later calls; rlx/score_kernels.h). */
+ * except a per-thread exp buffer on a thread's first call on bf16/f16 rows
+ * longer than 8192 keys (kept for later calls; RLX_OUT_OF_MEMORY, nothing
+ * written, if it fails). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,
     const rlx_softmax_options* options, const rlx_row_range* rows);

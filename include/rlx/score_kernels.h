@@ -82,11 +82,11 @@ std::vector<float> alibi_slopes(std::size_t heads, float max_bias = 8.0f);
 //
 // In place, or from `in` into `out` (same shape and type; may alias exactly).
 //
-// Memory: no call allocates, except that a thread's first bf16/f16 row with
-// more than 8192 kept keys allocates that thread's f32 exp buffer (4 bytes
-// per kept key, up to 64 MiB), which later rows reuse and longer ones grow;
-// it is freed when the thread exits. Beyond 64 MiB, or if the allocation
-// fails, such rows recompute their exps instead (same results, slower).
+// Memory: no call allocates, except that a thread's first call on bf16/f16
+// rows longer than 8192 keys allocates that thread's f32 exp buffer (about
+// 4 bytes per key), which later calls reuse and longer rows grow; it is
+// freed when the thread exits. If that allocation fails, the call throws
+// std::bad_alloc before it writes anything.
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
                     const SoftmaxOptions& options = {});
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,

@@ -622,8 +622,9 @@ pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
 /// bias)`. Masked positions come out exactly 0 (unwritten without
 /// `zero_masked`), a fully masked row all zeros, a kept row without sinks
 /// sums to 1 within 1e-6. Allocates nothing, except a per-thread exp buffer
-/// on a thread's first bf16/f16 row with more than 8192 kept keys (kept for
-/// later calls, freed when the thread exits).
+/// on a thread's first call on bf16/f16 rows longer than 8192 keys (kept
+/// for later calls, freed when the thread exits; `OutOfMemory`, nothing
+/// written, if that fails).
 pub fn masked_softmax<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     shape: Shape,
