@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -239,7 +240,9 @@ TEST(ThreadTest, ForceTargetWhileOthersRunGivesOneTargetsResult) {
   }
   force_target("");
   std::atomic<bool> stop{false};
-  std::vector<int> foreign(kThreads - 1, 0), calls(kThreads - 1, 0);
+  std::vector<int> foreign(kThreads - 1, 0);
+  // Read by the forcing thread while the others run: atomic.
+  std::vector<std::atomic<int>> calls(kThreads - 1);
   std::vector<std::thread> threads;
   for (int i = 0; i + 1 < kThreads; ++i) {
     threads.emplace_back([&, i] {
@@ -250,11 +253,25 @@ TEST(ThreadTest, ForceTargetWhileOthersRunGivesOneTargetsResult) {
         const std::vector<std::uint8_t> got = ViewBytes(t);
         for (const auto& bytes : per_target) known = known || bytes == got;
         foreign[i] += !known;
-        ++calls[i];
+        calls[i].fetch_add(1, std::memory_order_relaxed);
       }
     });
   }
-  for (int round = 0; round < 20; ++round) {
+  // At least 20 rounds, and until every thread has made a few calls while
+  // the target changes (on a loaded machine a thread may start late), for
+  // at most a minute.
+  const auto every_thread_called = [&] {
+    for (const std::atomic<int>& c : calls) {
+      if (c.load(std::memory_order_relaxed) < 3) return false;
+    }
+    return true;
+  };
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (int round = 0;
+       round < 20 ||
+       (!every_thread_called() && std::chrono::steady_clock::now() < deadline);
+       ++round) {
     for (const std::string& name : targets) {
       force_target(name);
       std::this_thread::yield();
@@ -264,9 +281,9 @@ TEST(ThreadTest, ForceTargetWhileOthersRunGivesOneTargetsResult) {
   stop.store(true);
   for (std::thread& t : threads) t.join();
   for (int i = 0; i + 1 < kThreads; ++i) {
-    EXPECT_GT(calls[i], 0);
+    EXPECT_GE(calls[i].load(), 3) << "thread " << i;
     EXPECT_EQ(foreign[i], 0) << "thread " << i << ": " << foreign[i] << " of "
-                             << calls[i] << " calls matched no target";
+                             << calls[i].load() << " calls matched no target";
   }
 }
 
