@@ -8,7 +8,7 @@ Prints, and writes to --markdown: what the run was measured on, a cross-ISA
 summary of the fused masked softmax, issue 3's performance bars, and one
 table per workload: kernel, target, time, GB/s, kept elements per second,
 speedup over the RLX-loop baseline and over oneDNN, and the percent of the
-copy, exp and touch floors reached. Times are the minimum over repetitions (or the
+copy, exp, touch and kept-softmax floors reached. Times are the minimum over repetitions (or the
 single run; --statistic median for the median), wall clock. Why the minimum:
 on a shared machine a disturbed repetition is slower, never faster, so the
 least disturbed one is the best estimate of each benchmark, and ratios of
@@ -29,10 +29,12 @@ TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 STATISTICS = {"min": min, "median": statistics.median}
 SOFTMAX_KERNELS = ("masked_softmax", "rlx_loop", "reference", "onednn_softmax",
                    "onednn_masked_softmax")
-FLOORS = ("copy_floor", "exp_floor", "touch_floor")
+FLOORS = ("copy_floor", "exp_floor", "touch_floor", "kept_softmax_floor")
 # Kernels read against touch_floor: in place on the workload's rows, reading
 # every kept key and writing every key, as it does (apply_mask writes only
-# the masked keys of a structured mask: its floor is lower).
+# the masked keys of a structured mask: its floor is lower); and against
+# kept_softmax_floor, the plain softmax of the kept keys alone, sliced out
+# (what masking costs: issue 22).
 TOUCH_FLOOR_KERNELS = ("masked_softmax",)
 # The target the bars of issue 3 are stated for.
 BAR_TARGET = "AVX3"
@@ -104,7 +106,7 @@ def load(path, statistic):
 KERNEL_ORDER = ["fill_decode_mask_reference", "reference", "rlx_loop",
                 "onednn_softmax", "onednn_masked_softmax", "fill_decode_mask",
                 "apply_mask", "masked_softmax", "copy_floor", "exp_floor",
-                "touch_floor"]
+                "touch_floor", "kept_softmax_floor"]
 
 
 def order_key(context, results):
@@ -175,7 +177,7 @@ def workload_table(idx, workload, results):
     rlx = idx.time("rlx_loop", workload)
     for r in results:
         floor_target = r.target or idx.ref
-        vs_rlx = vs_dnn = pct_copy = pct_exp = pct_touch = None
+        vs_rlx = vs_dnn = pct_copy = pct_exp = pct_touch = pct_kept = None
         # Rows of a part of the workload compare to nothing of the whole.
         whole = not r.rows
         if whole and r.kernel in SOFTMAX_KERNELS:
@@ -193,6 +195,9 @@ def workload_table(idx, workload, results):
         if whole and r.kernel in TOUCH_FLOOR_KERNELS:
             pct_touch = speedup(
                 idx.time("touch_floor", workload, floor_target), r.time_us)
+            pct_kept = speedup(
+                idx.time("kept_softmax_floor", workload, floor_target),
+                r.time_us)
         rows.append([
             r.kernel + "".join(f" ({x})" for x in (r.threads, r.rows) if x),
             r.target or "–",
@@ -204,9 +209,11 @@ def workload_table(idx, workload, results):
             fmt_pct(pct_copy * 100 if pct_copy else None),
             fmt_pct(pct_exp * 100 if pct_exp else None),
             fmt_pct(pct_touch * 100 if pct_touch else None),
+            fmt_pct(pct_kept * 100 if pct_kept else None),
         ])
     header = ["kernel", "target", "time", "GB/s", "kept G/s", "vs rlx_loop",
-              "vs oneDNN", "% copy floor", "% exp floor", "% touch floor"]
+              "vs oneDNN", "% copy floor", "% exp floor", "% touch floor",
+              "% kept softmax floor"]
     return markdown_table(header, rows)
 
 
@@ -365,7 +372,9 @@ def chart(idx, workloads, path):
                    idx.time("copy_floor", w, idx.ref), 4),
                   (f"exp_floor {idx.ref}", idx.time("exp_floor", w, idx.ref), 4),
                   (f"touch_floor {idx.ref}",
-                   idx.time("touch_floor", w, idx.ref), 4)]
+                   idx.time("touch_floor", w, idx.ref), 4),
+                  (f"kept_softmax_floor {idx.ref}",
+                   idx.time("kept_softmax_floor", w, idx.ref), 4)]
         bars_ = [b for b in bars_ if b[1]]
         if any(b[2] == 0 for b in bars_) or any(b[0] == "rlx_loop" for b in bars_):
             panels.append((w, bars_))
@@ -421,7 +430,9 @@ def main():
             "the best run, for untargeted rows): 100% runs at the floor, above "
             "100% beats it (structured masks skip what they do not keep); the "
             "touch floor (masked_softmax only) makes the in-place memory "
-            "accesses of a softmax of those rows with no arithmetic.", ""]
+            "accesses of a softmax of those rows with no arithmetic; % kept "
+            "softmax floor (masked_softmax only): the plain softmax of the kept "
+            "keys alone, sliced out, ÷ this time (100% = masking for free).", ""]
     summary = summary_table(idx, workloads)
     if summary:
         out += ["## masked_softmax across targets", "", summary, ""]
