@@ -284,6 +284,50 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
   });
 }
 
+// Whether a row whose maximum (with the sink) is `max` takes the plain
+// exp argument of SegmentExp: its one FMA rounds -max log2 e, which shifts
+// every argument by up to |max log2 e| 2^-24: a common factor that cancels
+// in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
+// below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
+// argument, as do scales whose scale log2 e would overflow. Rows with a
+// bias or a softcap never take it.
+inline bool PlainArgument(float max, const SoftmaxOptions& options) {
+  return options.softcap <= 0.0f && std::fabs(max * kLog2e) <= 0x1p20 &&
+         std::fabs(options.scale * kLog2e) <= FLT_MAX;
+}
+
+// The end of a row's pass 2, from the sum of its exps: the sink's term
+// (-inf: none), the log-sum-exp into *lse (when not null), and *inv_sum,
+// the reciprocal pass 3 multiplies by. False: the sum is NaN (a kept NaN
+// score) and *lse NaN; the caller stores NaN on every kept key, as plain
+// softmax gives, but leaves masked keys 0 (normalising them by NaN would
+// not). The maximum's own exp is ~1, so the sum is never 0 otherwise.
+//
+// On the plain path every exp argument carries the rounding of
+// -max log2 e (a common factor that cancels in the normalisation): the sink
+// term and the log-sum-exp are computed with that same rounded constant, so
+// that it still cancels.
+inline bool FinishSum(double sum, float max, bool plain, float sink, float* lse,
+                      float* inv_sum) {
+  // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
+  constexpr double kLn2 = 0.693147180559945309417;
+  const double shift =
+      plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
+            : 0.0;
+  if (sink != -std::numeric_limits<float>::infinity()) {
+    sum += std::exp(static_cast<double>(sink) - max + shift);
+  }
+  if (!(sum > 0.0)) {
+    if (lse != nullptr) *lse = std::numeric_limits<float>::quiet_NaN();
+    return false;
+  }
+  if (lse != nullptr) {
+    *lse = static_cast<float>(max + (std::log(sum) - shift));
+  }
+  *inv_sum = static_cast<float>(1.0 / sum);
+  return true;
+}
+
 // The whole softmax of one row over its kept segments (one whole-row
 // segment for dense-only masks). Masked keys outside the segments are the
 // caller's (zero-filled in the default mode). `sink` is the head's sink
@@ -320,14 +364,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     return;
   }
   const float max = std::max(row_max, sink);
-  // The one-FMA argument of SegmentExp rounds -max log2 e, which shifts
-  // every argument by up to |max log2 e| 2^-24: a common factor that cancels
-  // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
-  // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
-  // argument, as do scales whose scale log2 e would overflow.
-  const bool plain = !kBias && options.softcap <= 0.0f &&
-                     std::fabs(max * kLog2e) <= 0x1p20 &&
-                     std::fabs(options.scale * kLog2e) <= FLT_MAX;
+  const bool plain = !kBias && PlainArgument(max, options);
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
@@ -335,25 +372,12 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
     RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
   });
-  double sum = WideTotal(dd, sum_lo, sum_hi);
-  // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
-  constexpr double kLn2 = 0.693147180559945309417;
-  const double shift =
-      plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
-            : 0.0;
-  if (sink != -kInf) sum += std::exp(static_cast<double>(sink) - max + shift);
-  if (!(sum > 0.0)) {
-    // A kept NaN score (NaN sum): NaN on every kept key, as plain softmax
-    // gives, but masked keys stay 0 (normalising them by NaN would not).
-    // The maximum's own exp is ~1, so the sum is never 0 otherwise.
+  float inv_sum;
+  if (!FinishSum(WideTotal(dd, sum_lo, sum_hi), max, plain, sink, lse,
+                 &inv_sum)) {
     StoreKeptRow(df, row, src, kNaN);
-    if (lse != nullptr) *lse = kNaN;
     return;
   }
-  if (lse != nullptr) {
-    *lse = static_cast<float>(max + (std::log(sum) - shift));
-  }
-  const float inv_sum = static_cast<float>(1.0 / sum);
   // Pass 3 normalises the stored values (16-bit rows: into the row type).
   row.ForEach(src, [&](const Segment& seg, void* out, const Source&)
                        RLX_INLINE_LAMBDA { row.Store(df, seg, out, inv_sum); });

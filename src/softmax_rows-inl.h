@@ -24,6 +24,7 @@
 #include "src/row_convert-inl.h"
 #include "src/row_prefetch.h"
 #include "src/softmax_exp-inl.h"
+#include "src/softmax_plain_rows-inl.h"
 #include "src/softmax_row-inl.h"
 #include "src/store_run-inl.h"
 #include "src/thread_exp_buffer.h"
@@ -53,10 +54,24 @@ inline std::size_t DenseRowBytes(DenseKind dense, std::size_t n) {
                                        : n * DenseUnitBytes(dense);
 }
 
-// The row loop of one row type: only the loop is compiled per row type (its
+// Calls whose rows total at most kPrefetchMinBytes are not prefetched:
+// they sit in L1 or L2 already (a decode step at a short context, just
+// written by QK^T), and the prefetches only take load slots. Measured
+// (AVX3, docs/PERFORMANCE.md): D1 (66 KiB) 7% faster without them, while
+// P2 (128 MiB) is 1.55x slower without them.
+constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
+// Calls above kFinishMinBytes (beyond the L2 and most of an L3 share:
+// rows come from memory) also issue the part of the next row's plan that
+// the exp steps did not reach, before the fill. Measured (AVX3): P2w
+// (128 MiB) 1.3x faster with it; SL (1 MiB, from L2) 1.1-1.25x slower, as
+// the burst waits on miss buffers that L2 hits free soon anyway.
+constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
+
+// The row loop of one row type, for rows of every kind (plain rows also
+// take PlainRows, below): only the loop is compiled per row type (its
 // addressing, conversions and fill), the passes once (SoftmaxRow).
 template <ScoreType kType>
-void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
+void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                    const MaskSpec& mask, const SoftmaxOptions& options,
                    RowRange rows) {
   const hn::ScalableTag<float> df;
@@ -104,18 +119,6 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   KeptKeys narrowed;
   bool narrowed_all_kept = false;
   detail::RowPrefetch prefetch;
-  // Calls whose rows total at most kPrefetchMinBytes are not prefetched:
-  // they sit in L1 or L2 already (a decode step at a short context, just
-  // written by QK^T), and the prefetches only take load slots. Measured
-  // (AVX3, docs/PERFORMANCE.md): D1 (66 KiB) 7% faster without them, while
-  // P2 (128 MiB) is 1.55x slower without them.
-  constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
-  // Calls above kFinishMinBytes (beyond the L2 and most of an L3 share:
-  // rows come from memory) also issue the part of the next row's plan that
-  // the exp steps did not reach, before the fill (see below). Measured
-  // (AVX3): P2w (128 MiB) 1.3x faster with it; SL (1 MiB, from L2) 1.1-1.25x
-  // slower, as the burst waits on miss buffers that L2 hits free soon anyway.
-  constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
   const std::size_t call_bytes = (rows.end - rows.begin) * n * elem_bytes;
   const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
   const bool finish_prefetch = call_bytes > kFinishMinBytes;
@@ -244,16 +247,144 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   }
 }
 
+// The row loop of an f32 call: plain rows (src/softmax_plain_rows-inl.h) in
+// batches, the others in runs through GeneralRowsOf. Whether a row is plain
+// depends on the call's mask and options and on the row alone (its kept
+// key count), never on the row range: a row's result is the same whichever
+// range or thread it is computed in.
+void F32RowsOf(const ScoreView& in, const ScoreView& out, const MaskSpec& mask,
+               const SoftmaxOptions& options, RowRange rows) {
+  constexpr ScoreType kType = ScoreType::kF32;
+  const hn::ScalableTag<float> df;
+  const Shape4& shape = in.shape;
+  const std::size_t n = shape.k_len;
+  const detail::Rules rules = detail::RulesOf(mask);
+  if (rules.dense != DenseKind::kNone || rules.per_element ||
+      options.alibi_slopes != nullptr || options.softcap > 0.0f ||
+      !(options.scale >= 0.0f)) {
+    return GeneralRowsOf<kType>(in, out, mask, options, rows);
+  }
+  const auto* in_base = static_cast<const float*>(in.data);
+  auto* out_base = static_cast<float*>(out.data);
+  const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
+  // A row's kept intervals depend on its batch and query only: decided once
+  // for all the heads that share them (a decode step's).
+  KeptKeys kept;
+  std::size_t kept_b = SIZE_MAX, kept_q = SIZE_MAX;
+  // Prefetch as GeneralRowsOf does: calls beyond kPrefetchMinBytes (L1 and
+  // part of L2) fetch the next batch's rows over this one's exps.
+  const std::size_t call_bytes = (rows.end - rows.begin) * n * sizeof(float);
+  const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
+  // Rows from memory run one by one, as GeneralRowsOf runs them: the next
+  // row's prefetch then spreads over this row's exps (P2w: 1.2x slower in
+  // batches of 8).
+  const bool finish_prefetch = call_bytes > kFinishMinBytes;
+  const std::size_t batch_rows = finish_prefetch ? 1 : kPlainBatchRows;
+  detail::RowPrefetch prefetch;
+  struct BatchRow {
+    std::size_t r;
+    detail::RowIndex i;
+  };
+  BatchRow batch[kPlainBatchRows];
+  std::size_t batched = 0;
+  PlainRow plain[kPlainBatchRows];
+  std::size_t batch_keys = 0;
+  const auto run_batch = [&] {
+    // The next as many rows, when they lie within twice their own bytes
+    // (the rows of one head, or of a whole decode step).
+    detail::RowPrefetch* plan = nullptr;
+    const std::size_t next_r = batch[batched - 1].r + 1;
+    if (prefetch_rows && next_r + batched <= rows.end) {
+      detail::RowIndex first =
+          detail::NextRowIndex(shape, batch[batched - 1].i);
+      detail::RowIndex last = first;
+      for (std::size_t g = 1; g < batched; ++g) {
+        last = detail::NextRowIndex(shape, last);
+      }
+      const float* in_first =
+          in_base + detail::RowOffset(shape, in.strides, first);
+      const float* in_last =
+          in_base + detail::RowOffset(shape, in.strides, last);
+      float* out_first =
+          out_base + detail::RowOffset(shape, out.strides, first);
+      float* out_last = out_base + detail::RowOffset(shape, out.strides, last);
+      const std::size_t span = 2 * batched * n;
+      if (in_last >= in_first && out_last >= out_first &&
+          static_cast<std::size_t>(in_last - in_first) < span &&
+          static_cast<std::size_t>(out_last - out_first) < span) {
+        const void* begin[] = {in_first, out_first, nullptr};
+        const std::size_t bytes[] = {
+            (static_cast<std::size_t>(in_last - in_first) + n) * sizeof(float),
+            (static_cast<std::size_t>(out_last - out_first) + n) *
+                sizeof(float),
+            0};
+        prefetch.Plan(begin, bytes, batch_keys / (4 * hn::Lanes(df)));
+        plan = &prefetch;
+      }
+    }
+    const unsigned general = PlainRows(df, plain, batched, options, plan);
+    // As in GeneralRowsOf: the rest of the plan, then the fill, whose
+    // stores drain while the next rows load.
+    if (plan != nullptr && finish_prefetch) prefetch.Finish();
+    for (std::size_t g = 0; g < batched; ++g) {
+      FillMasked<kType>(plain[g].out,
+                        options.zero_masked ? WholeRow(n) : plain[g].kept,
+                        plain[g].kept, 0.0f);
+    }
+    for (std::size_t g = 0; g < batched; ++g) {
+      if (general & (1u << g)) {
+        GeneralRowsOf<kType>(in, out, mask, options,
+                             {batch[g].r, batch[g].r + 1});
+      }
+    }
+    batched = 0;
+    batch_keys = 0;
+  };
+  // Rows [general_begin, r) wait for GeneralRowsOf.
+  std::size_t general_begin = rows.begin;
+  detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = detail::NextRowIndex(shape, i)) {
+    if (i.b != kept_b || i.q != kept_q) {
+      kept = detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
+      kept_b = i.b;
+      kept_q = i.q;
+    }
+    const std::size_t keys = kept.size();
+    if (kept.count == 0 || keys > kPlainRowKeys) continue;  // general
+    if (general_begin < r) {
+      GeneralRowsOf<kType>(in, out, mask, options, {general_begin, r});
+    }
+    general_begin = r + 1;
+    if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys) {
+      run_batch();
+    }
+    plain[batched] = {
+        kept, in_base + detail::RowOffset(shape, in.strides, i),
+        out_base + detail::RowOffset(shape, out.strides, i),
+        options.sink_logits != nullptr
+            ? options.sink_logits[i.h]
+            : -std::numeric_limits<float>::infinity(),
+        options.row_lse != nullptr ? options.row_lse + r : nullptr};
+    batch[batched++] = {r, i};
+    batch_keys += keys;
+  }
+  if (batched != 0) run_batch();
+  if (general_begin < rows.end) {
+    GeneralRowsOf<kType>(in, out, mask, options, {general_begin, rows.end});
+  }
+}
+
 void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                  const MaskSpec& mask, const SoftmaxOptions& options,
                  RowRange rows) {
   switch (in.type) {
     case ScoreType::kF32:
-      return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows);
+      return F32RowsOf(in, out, mask, options, rows);
     case ScoreType::kBF16:
-      return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
+      return GeneralRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
     case ScoreType::kF16:
-      return SoftmaxRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
+      return GeneralRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
   }
 }
 
