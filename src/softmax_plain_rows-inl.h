@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The softmax of plain rows: f32 rows that read no mask source (every key
-// of their kept intervals is kept; no bias, softcap or ALiBi) and take the
+// The softmax of plain rows: rows that read no mask source (every key of
+// their kept intervals is kept; no bias, softcap or ALiBi) and take the
 // plain exp argument. Decode heads, causal and sliding-window rows.
 // Consecutive rows run as a batch, pass by pass: every row's maximum, then
-// every row's exps, then every row's normalisation. A row's passes are chains
-// (the horizontal maximum feeds its exps, the sum's reduction and divide feed
-// its normalisation); on a short row they, not the arithmetic, set the time. In
-// a batch the next row's independent work fills them. Re-included per target by
+// every row's exps, then every row's normalisation. A row's passes are
+// chains (the horizontal maximum feeds its exps, the sum's reduction and
+// divide feed its normalisation); on a short row they, not the arithmetic,
+// set the time. In a batch the next row's independent work fills them.
+// 16-bit rows are converted into an f32 scratch first (their maximum taken
+// on the way), and pass 3 converts back. Re-included per target by
 // src/softmax_rows.cc; src/softmax_rows-inl.h chooses the rows.
 //
 // A row's arithmetic does not depend on its batch: a row's result never
 // depends on its neighbours, on the row range of a call, or on the threads
-// a call is split over. Rows are read and written unaligned, with no
-// partial head vector per segment (on short rows the heads cost 5-8%).
+// a call is split over. Nor on its address: rows are read and written
+// unaligned, with no partial head vector per segment (on short rows the
+// heads cost 5-8%).
 
 #if defined(RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_
@@ -33,6 +36,7 @@
 #include "src/softmax_exp-inl.h"
 #include "src/softmax_passes-inl.h"
 #include "src/softmax_row-inl.h"
+#include "src/store_run-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -47,15 +51,21 @@ constexpr std::size_t kPlainRowKeys = 1024;
 constexpr std::size_t kPlainBatchRows = 8;
 constexpr std::size_t kPlainBatchKeys = 4096;
 
-// One row of a batch: its kept intervals (not empty), its key 0 in the
-// input and the output (the same memory for an in-place row), its head's
-// sink logit (-inf: none) and its row_lse entry (or null).
+// One row of a batch. The passes run over `kept` of `in` and `out` (the
+// same memory for an in-place row): an f32 row itself, or a 16-bit row's
+// kept keys packed into the batch's f32 scratch. Also its head's sink logit
+// (-inf: none), its row_lse entry (or null), the row itself (key 0, in its
+// type) and its kept intervals there; 16-bit rows carry their raw maximum,
+// taken as they were converted.
 struct PlainRow {
   KeptKeys kept;
   const float* in;
   float* out;
   float sink;
   float* lse;
+  void* row;
+  KeptKeys row_kept;
+  float raw_max;
 };
 
 // Pass 1: the raw maximum of the kept keys, four accumulators.
@@ -170,18 +180,21 @@ HWY_INLINE void PlainRowNormalize(DF df, const KeptKeys& kept, float* out,
   }
 }
 
-// The softmax of `count` (<= kPlainBatchRows) rows, pass by pass; `prefetch`
+// The softmax of `count` (<= kPlainBatchRows) rows of type kType, pass by
+// pass; `prefetch`
 // (or null) steps once per exp step. Returns a bit per row that it did not
 // take: rows whose maximum is not finite, or too large for the plain argument;
 // nothing of theirs is written, and the caller runs them with the general code.
-template <class DF>
+template <ScoreType kType, class DF>
 HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
                                 const SoftmaxOptions& options,
                                 detail::RowPrefetch* prefetch) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   float max[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
-    max[g] = PlainRowMax(df, rows[g].kept, rows[g].in);
+    max[g] = kType == ScoreType::kF32
+                 ? PlainRowMax(df, rows[g].kept, rows[g].in)
+                 : rows[g].raw_max;
   }
   unsigned general = 0;
   for (std::size_t g = 0; g < count; ++g) {
@@ -211,15 +224,25 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
   }
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
+    const KeptKeys& kept = rows[g].row_kept;
+    auto* row = static_cast<Elem<kType>*>(rows[g].row);
     if (nan & (1u << g)) {
-      const KeptKeys& kept = rows[g].kept;
+      const Elem<kType> value =
+          ElemFromF32<kType>(std::numeric_limits<float>::quiet_NaN());
       for (std::size_t j = 0; j < kept.count; ++j) {
-        std::fill(rows[g].out + kept.intervals[j].begin,
-                  rows[g].out + kept.intervals[j].end,
-                  std::numeric_limits<float>::quiet_NaN());
+        FillRun<kType>(row, kept.intervals[j].begin, kept.intervals[j].end,
+                       value);
       }
+    } else if constexpr (kType == ScoreType::kF32) {
+      PlainRowNormalize(df, kept, row, inv_sum[g]);
     } else {
-      PlainRowNormalize(df, rows[g].kept, rows[g].out, inv_sum[g]);
+      // Into the row type, interval by interval from the packed scratch.
+      for (std::size_t j = 0; j < kept.count; ++j) {
+        SegmentNormalize<kType>(df,
+                                rows[g].out + rows[g].kept.intervals[j].begin,
+                                row + kept.intervals[j].begin,
+                                kept.intervals[j].size(), inv_sum[g]);
+      }
     }
   }
   return general;

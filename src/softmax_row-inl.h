@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The masked softmax of one row over its kept segments, and the one place
-// that chooses a row's code (SoftmaxRow): which mask source its passes read.
+// The masked softmax of one row over its kept segments, and the place that
+// chooses the code of a row that is not plain (SoftmaxRow; plain rows:
+// src/softmax_plain_rows-inl.h): which mask source its passes read.
 // Re-included per target by src/softmax_rows.cc and
 // src/softmax_alibi_rows.cc.
 //
@@ -432,7 +433,7 @@ void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
 void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
                          detail::RowPrefetch& prefetch);
 
-// The one place that chooses the code of a row: which source its passes
+// What chooses the code of a row that is not plain: which source its passes
 // read (docs/KERNELS.md, "Which code runs for a row", lists them).
 inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
                        detail::RowPrefetch& prefetch) {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// masked_softmax over a range of rows of any row type: per row, its kept
-// segments, their keep bytes, the prefetch of the next row, the f32 scratch
-// of 16-bit rows, then SoftmaxRow (src/softmax_row-inl.h) and the fill of
-// the masked keys. Re-included per target by src/softmax_rows.cc; arguments
-// are validated by the caller (score_kernels.cc).
+// masked_softmax over a range of rows of any row type. Plain rows run in
+// batches (SoftmaxRowsOf, src/softmax_plain_rows-inl.h); every other row goes
+// through GeneralRowsOf: per row, its kept segments, their keep bytes, the
+// prefetch of the next row, the f32 scratch of 16-bit rows, then SoftmaxRow
+// (src/softmax_row-inl.h) and the fill of the masked keys. Re-included per
+// target by src/softmax_rows.cc; arguments are validated by the caller
+// (score_kernels.cc).
 
 #if defined(RLX_SRC_SOFTMAX_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_ROWS_INL_H_
@@ -71,9 +73,9 @@ constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 // take PlainRows, below): only the loop is compiled per row type (its
 // addressing, conversions and fill), the passes once (SoftmaxRow).
 template <ScoreType kType>
-void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
-                   const MaskSpec& mask, const SoftmaxOptions& options,
-                   RowRange rows) {
+HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
+                                const MaskSpec& mask,
+                                const SoftmaxOptions& options, RowRange rows) {
   const hn::ScalableTag<float> df;
   const Shape4& shape = in.shape;
   const std::size_t n = shape.k_len;
@@ -247,14 +249,17 @@ void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   }
 }
 
-// The row loop of an f32 call: plain rows (src/softmax_plain_rows-inl.h) in
+// The row loop of a call: plain rows (src/softmax_plain_rows-inl.h) in
 // batches, the others in runs through GeneralRowsOf. Whether a row is plain
 // depends on the call's mask and options and on the row alone (its kept
 // key count), never on the row range: a row's result is the same whichever
 // range or thread it is computed in.
-void F32RowsOf(const ScoreView& in, const ScoreView& out, const MaskSpec& mask,
-               const SoftmaxOptions& options, RowRange rows) {
-  constexpr ScoreType kType = ScoreType::kF32;
+template <ScoreType kType>
+void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
+                   const MaskSpec& mask, const SoftmaxOptions& options,
+                   RowRange rows) {
+  constexpr bool f32 = kType == ScoreType::kF32;
+  constexpr std::size_t elem_bytes = sizeof(Elem<kType>);
   const hn::ScalableTag<float> df;
   const Shape4& shape = in.shape;
   const std::size_t n = shape.k_len;
@@ -264,16 +269,20 @@ void F32RowsOf(const ScoreView& in, const ScoreView& out, const MaskSpec& mask,
       !(options.scale >= 0.0f)) {
     return GeneralRowsOf<kType>(in, out, mask, options, rows);
   }
-  const auto* in_base = static_cast<const float*>(in.data);
-  auto* out_base = static_cast<float*>(out.data);
+  const auto* in_base = static_cast<const Elem<kType>*>(in.data);
+  auto* out_base = static_cast<Elem<kType>*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
+  // 16-bit rows: the batch's kept keys converted to f32, packed (16 KiB on
+  // the stack, so that calls do not allocate).
+  static_assert(kPlainRowKeys <= kPlainBatchKeys);
+  float scratch[f32 ? 1 : kPlainBatchKeys];
   // A row's kept intervals depend on its batch and query only: decided once
   // for all the heads that share them (a decode step's).
   KeptKeys kept;
   std::size_t kept_b = SIZE_MAX, kept_q = SIZE_MAX;
   // Prefetch as GeneralRowsOf does: calls beyond kPrefetchMinBytes (L1 and
   // part of L2) fetch the next batch's rows over this one's exps.
-  const std::size_t call_bytes = (rows.end - rows.begin) * n * sizeof(float);
+  const std::size_t call_bytes = (rows.end - rows.begin) * n * elem_bytes;
   const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
   // Rows from memory run one by one, as GeneralRowsOf runs them: the next
   // row's prefetch then spreads over this row's exps (P2w: 1.2x slower in
@@ -301,35 +310,34 @@ void F32RowsOf(const ScoreView& in, const ScoreView& out, const MaskSpec& mask,
       for (std::size_t g = 1; g < batched; ++g) {
         last = detail::NextRowIndex(shape, last);
       }
-      const float* in_first =
+      const auto* in_first =
           in_base + detail::RowOffset(shape, in.strides, first);
-      const float* in_last =
+      const auto* in_last =
           in_base + detail::RowOffset(shape, in.strides, last);
-      float* out_first =
-          out_base + detail::RowOffset(shape, out.strides, first);
-      float* out_last = out_base + detail::RowOffset(shape, out.strides, last);
+      auto* out_first = out_base + detail::RowOffset(shape, out.strides, first);
+      auto* out_last = out_base + detail::RowOffset(shape, out.strides, last);
       const std::size_t span = 2 * batched * n;
       if (in_last >= in_first && out_last >= out_first &&
           static_cast<std::size_t>(in_last - in_first) < span &&
           static_cast<std::size_t>(out_last - out_first) < span) {
         const void* begin[] = {in_first, out_first, nullptr};
         const std::size_t bytes[] = {
-            (static_cast<std::size_t>(in_last - in_first) + n) * sizeof(float),
-            (static_cast<std::size_t>(out_last - out_first) + n) *
-                sizeof(float),
+            (static_cast<std::size_t>(in_last - in_first) + n) * elem_bytes,
+            (static_cast<std::size_t>(out_last - out_first) + n) * elem_bytes,
             0};
         prefetch.Plan(begin, bytes, batch_keys / (4 * hn::Lanes(df)));
         plan = &prefetch;
       }
     }
-    const unsigned general = PlainRows(df, plain, batched, options, plan);
+    const unsigned general =
+        PlainRows<kType>(df, plain, batched, options, plan);
     // As in GeneralRowsOf: the rest of the plan, then the fill, whose
     // stores drain while the next rows load.
     if (plan != nullptr && finish_prefetch) prefetch.Finish();
     for (std::size_t g = 0; g < batched; ++g) {
-      FillMasked<kType>(plain[g].out,
-                        options.zero_masked ? WholeRow(n) : plain[g].kept,
-                        plain[g].kept, 0.0f);
+      FillMasked<kType>(static_cast<Elem<kType>*>(plain[g].row),
+                        options.zero_masked ? WholeRow(n) : plain[g].row_kept,
+                        plain[g].row_kept, Elem<kType>{});
     }
     for (std::size_t g = 0; g < batched; ++g) {
       if (general & (1u << g)) {
@@ -359,13 +367,36 @@ void F32RowsOf(const ScoreView& in, const ScoreView& out, const MaskSpec& mask,
     if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys) {
       run_batch();
     }
-    plain[batched] = {
-        kept, in_base + detail::RowOffset(shape, in.strides, i),
-        out_base + detail::RowOffset(shape, out.strides, i),
-        options.sink_logits != nullptr
-            ? options.sink_logits[i.h]
-            : -std::numeric_limits<float>::infinity(),
-        options.row_lse != nullptr ? options.row_lse + r : nullptr};
+    const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
+    Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
+    PlainRow& row = plain[batched];
+    row.sink = options.sink_logits != nullptr
+                   ? options.sink_logits[i.h]
+                   : -std::numeric_limits<float>::infinity();
+    row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
+    row.row = o;
+    row.row_kept = kept;
+    if constexpr (f32) {
+      row.kept = kept;
+      row.in = s;
+      row.out = o;
+    } else {
+      // The kept keys, packed into the scratch, exactly; their maximum on
+      // the way (pass 1).
+      float* const work = scratch + batch_keys;
+      auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
+      std::size_t at = 0;
+      for (std::size_t j = 0; j < kept.count; ++j) {
+        const KeyInterval& iv = kept.intervals[j];
+        max =
+            ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(), max);
+        row.kept.intervals[j] = {at, at + iv.size()};
+        at += iv.size();
+      }
+      row.kept.count = kept.count;
+      row.in = row.out = work;
+      row.raw_max = MaxOfLanesExact(df, max);
+    }
     batch[batched++] = {r, i};
     batch_keys += keys;
   }
@@ -380,11 +411,11 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                  RowRange rows) {
   switch (in.type) {
     case ScoreType::kF32:
-      return F32RowsOf(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows);
     case ScoreType::kBF16:
-      return GeneralRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
     case ScoreType::kF16:
-      return GeneralRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
   }
 }
 

@@ -586,7 +586,7 @@ TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
 // that leave the batch for the general code (every kept score -inf, a NaN,
 // +inf, scores beyond the plain argument's 7e5) beside ordinary ones, rows
 // over and under the batch's row and key limits, with sinks and row_lse,
-// in both fill modes.
+// in both fill modes, every row type; and the oracle holds.
 TEST_P(ScoreKernelsTest, BatchedRowsEqualEachRowAlone) {
   struct Case {
     Shape4 shape;
@@ -596,71 +596,65 @@ TEST_P(ScoreKernelsTest, BatchedRowsEqualEachRowAlone) {
                         {{2, 11, 1, 1030}, MaskSpec::decode(1000, 1029, 600)},
                         {{1, 2, 37, 70}, MaskSpec::causal()},
                         {{1, 3, 9, 1100}, MaskSpec::none()}};
-  for (const Case& c : cases) {
-    for (bool zero_masked : {true, false}) {
-      const std::size_t rows = c.shape.rows(), n = c.shape.k_len;
-      std::vector<float> scores(rows * n);
-      for (std::size_t r = 0; r < rows; ++r) {
-        for (std::size_t k = 0; k < n; ++k) {
-          float x = RandomScore(r * 100003 + k);
-          if (r % 7 == 2) x = -kInf;
-          if (r % 7 == 4 && k == n / 2) x = NAN;
-          if (r % 7 == 5 && k == 0) x = kInf;
-          if (r % 7 == 6) x += 1e6f;
-          scores[r * n + k] = x;
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (const Case& c : cases) {
+      for (bool zero_masked : {true, false}) {
+        const Shape4& sh = c.shape;
+        const std::size_t rows = sh.rows();
+        Tensor t = MakeTensor(type, sh, /*gap=*/3, /*misalign=*/1);
+        for (std::size_t b = 0; b < sh.batch; ++b)
+          for (std::size_t h = 0; h < sh.heads; ++h)
+            for (std::size_t q = 0; q < sh.q_len; ++q)
+              for (std::size_t k = 0; k < sh.k_len; ++k) {
+                const std::size_t r = (b * sh.heads + h) * sh.q_len + q;
+                float x = RandomScore(r * 100003 + k);
+                if (r % 7 == 2) x = -kInf;
+                if (r % 7 == 4 && k == sh.k_len / 2) x = NAN;
+                if (r % 7 == 5 && k == 0) x = kInf;
+                if (r % 7 == 6) x += 1e6f;
+                testing::Set(t.view, Offset(t.view, b, h, q, k), x);
+              }
+        std::vector<float> sinks(sh.heads);
+        for (std::size_t h = 0; h < sinks.size(); ++h) {
+          sinks[h] = h % 2 ? -kInf : 0.25f * static_cast<float>(h);
         }
-      }
-      std::vector<float> sinks(c.shape.heads);
-      for (std::size_t h = 0; h < sinks.size(); ++h) {
-        sinks[h] = h % 2 ? -kInf : 0.25f * static_cast<float>(h);
-      }
-      SoftmaxOptions options;
-      options.scale = 0.75f;
-      options.zero_masked = zero_masked;
-      options.sink_logits = sinks.data();
-      // In the same buffer: where the general code aligns its vectors
-      // depends on the row's address.
-      std::vector<float> work = scores, lse_all(rows, 7.0f);
-      options.row_lse = lse_all.data();
-      masked_softmax(ScoreView::f32(work.data(), c.shape), c.mask, options);
-      const std::vector<float> all = work;
-      work = scores;
-      std::vector<float> lse_alone(rows, 7.0f);
-      options.row_lse = lse_alone.data();
-      for (std::size_t r = 0; r < rows; ++r) {
-        masked_softmax(ScoreView::f32(work.data(), c.shape), c.mask, options,
-                       RowRange{r, r + 1});
-      }
-      const std::vector<float>& alone = work;
-      for (std::size_t e = 0; e < all.size(); ++e) {
-        ASSERT_EQ(std::memcmp(&all[e], &alone[e], 4), 0)
-            << "k_len " << n << " zero_masked " << zero_masked << " row "
-            << e / n << " key " << e % n << ": " << all[e] << " vs "
-            << alone[e];
-      }
-      ASSERT_EQ(std::memcmp(lse_all.data(), lse_alone.data(), rows * 4), 0)
-          << "k_len " << n << " zero_masked " << zero_masked;
-      // And the oracle, on the rows without a NaN or infinity.
-      std::vector<float> want(scores);
-      for (std::size_t r = 0; r < rows; ++r) {
-        if (r % 7 == 4 || r % 7 == 5) {
-          for (std::size_t k = 0; k < n; ++k) {
-            scores[r * n + k] = want[r * n + k] = 0.0f;
-          }
+        SoftmaxOptions options;
+        options.scale = 0.75f;
+        options.zero_masked = zero_masked;
+        options.sink_logits = sinks.data();
+        // In the same buffer: where the general code aligns its vectors
+        // depends on the row's address.
+        std::vector<std::uint8_t> input_bytes;
+        const ScoreView input = testing::SameViewIn(t, input_bytes);
+        std::vector<float> lse_all(rows, 7.0f), lse_alone(rows, 7.0f);
+        options.row_lse = lse_all.data();
+        masked_softmax(t.view, c.mask, options);
+        const std::vector<std::uint8_t> all = t.bytes;
+        std::copy(input_bytes.begin(), input_bytes.end(), t.bytes.begin());
+        options.row_lse = lse_alone.data();
+        for (std::size_t r = 0; r < rows; ++r) {
+          masked_softmax(t.view, c.mask, options, RowRange{r, r + 1});
         }
+        const std::string what = std::string(testing::TypeName(type)) +
+                                 " k_len " + std::to_string(sh.k_len) +
+                                 " zero_masked " + std::to_string(zero_masked);
+        for (std::size_t e = 0; e < all.size(); ++e) {
+          ASSERT_EQ(all[e], t.bytes[e]) << what << ", byte " << e;
+        }
+        for (std::size_t r = 0; r < rows; ++r) {
+          ASSERT_EQ(std::memcmp(&lse_all[r], &lse_alone[r], 4), 0)
+              << what << ", row_lse " << r;
+        }
+        std::vector<std::uint8_t> want_bytes;
+        const ScoreView want = testing::SameViewIn(t, want_bytes);
+        std::copy(input_bytes.begin(), input_bytes.end(), want_bytes.begin());
+        SoftmaxOptions ref = options;
+        ref.row_lse = nullptr;
+        reference::masked_softmax(want, want, c.mask, ref, RowRange::all(sh));
+        ASSERT_EQ("",
+                  testing::SoftmaxMismatch(input, t.view, want, c.mask, ref))
+            << what;
       }
-      SoftmaxOptions ref = options;
-      ref.row_lse = nullptr;
-      std::vector<float> clean = scores;
-      masked_softmax(ScoreView::f32(clean.data(), c.shape), c.mask, ref);
-      const ScoreView want_view = ScoreView::f32(want.data(), c.shape);
-      reference::masked_softmax(want_view, want_view, c.mask, ref,
-                                RowRange::all(c.shape));
-      ASSERT_EQ("", testing::SoftmaxMismatch(
-                        ScoreView::f32(scores.data(), c.shape),
-                        ScoreView::f32(clean.data(), c.shape),
-                        ScoreView::f32(want.data(), c.shape), c.mask, ref))
-          << "k_len " << n;
     }
   }
 }
