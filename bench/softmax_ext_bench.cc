@@ -3,7 +3,9 @@
 // standard workloads they are measured against, per target:
 //   masked_softmax/D2sink/<target>       D2 with a sink logit per head
 //   masked_softmax/D2keptonly/<target>   D2 with zero_masked = false
-//   masked_softmax/D2fullkeptonly/<target>  D2full likewise
+//   masked_softmax/D2fullkeptonly/<target>  D2full likewise, and D1keptonly,
+//       D2wkeptonly, D3keptonly: kept_softmax_floor writes only the kept
+//       keys, as these do (the default mode's zero fill is the touch floor's)
 //   masked_softmax/P4alibi/<target>      P4's scores under causal + ALiBi
 //       from slopes (P4 itself adds the same terms as a materialised bias)
 //   split_row/D3/<target>/threads:1      one row of D3's shape (32769 keys,
@@ -168,7 +170,10 @@ void Register(const Workload& w, const std::string& target) {
     sinks.sink_logits = Sinks().data();
     Add(w, target, "D2sink", Data(w).mask, sinks);
     Add(w, target, "D2keptonly", Data(w).mask, kept_only);
-  } else if (w.name == "D1") {
+  } else if (w.name == "D1" || w.name == "D2w" || w.name == "D3") {
+    Add(w, target, (w.name + "keptonly").c_str(), Data(w).mask, kept_only);
+  }
+  if (w.name == "D1") {
     for (const std::size_t keys : {std::size_t{16}, std::size_t{301}}) {
       const std::string name = "D1head" + std::to_string(keys);
       Configure(benchmark::RegisterBenchmark(

@@ -292,7 +292,7 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
 // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
 // argument, as do scales whose scale log2 e would overflow. Rows with a
 // bias or a softcap never take it.
-inline bool PlainArgument(float max, const SoftmaxOptions& options) {
+HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
   return options.softcap <= 0.0f && std::fabs(max * kLog2e) <= 0x1p20 &&
          std::fabs(options.scale * kLog2e) <= FLT_MAX;
 }
@@ -308,8 +308,8 @@ inline bool PlainArgument(float max, const SoftmaxOptions& options) {
 // -max log2 e (a common factor that cancels in the normalisation): the sink
 // term and the log-sum-exp are computed with that same rounded constant, so
 // that it still cancels.
-inline bool FinishSum(double sum, float max, bool plain, float sink, float* lse,
-                      float* inv_sum) {
+HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
+                          float* lse, float* inv_sum) {
   // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
   constexpr double kLn2 = 0.693147180559945309417;
   const double shift =
