@@ -24,6 +24,7 @@
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
+#include "rlx/softmax_split.h"
 #include "rlx/targets.h"
 #include "src/c_api_error.h"
 #include "src/mask_field_list.h"
@@ -80,6 +81,22 @@ RLX_MASK_KIND_LIST(RLX_ASSERT_SAME)
 RLX_DENSE_KIND_LIST(RLX_ASSERT_SAME)
 #undef RLX_ASSERT_SAME
 static_assert(RLX_MAX_KEPT_INTERVALS == rlx::KeptKeys::kMaxIntervals);
+// A caller's rlx_softmax_part_stats arrays are handed to the C++ functions
+// as rlx::SoftmaxPartStats arrays, without a copy (step 1 writes them, step
+// 2 reads every part's): the two structs must be laid out alike.
+static_assert(std::is_standard_layout_v<rlx::SoftmaxPartStats> &&
+              std::is_trivially_copyable_v<rlx::SoftmaxPartStats>);
+static_assert(sizeof(rlx_softmax_part_stats) == sizeof(rlx::SoftmaxPartStats) &&
+              alignof(rlx_softmax_part_stats) ==
+                  alignof(rlx::SoftmaxPartStats));
+static_assert(offsetof(rlx_softmax_part_stats, log_scale) ==
+                  offsetof(rlx::SoftmaxPartStats, log_scale) &&
+              offsetof(rlx_softmax_part_stats, sum) ==
+                  offsetof(rlx::SoftmaxPartStats, sum));
+static_assert(std::is_same_v<decltype(rlx_softmax_part_stats::log_scale),
+                             decltype(rlx::SoftmaxPartStats::log_scale)> &&
+              std::is_same_v<decltype(rlx_softmax_part_stats::sum),
+                             decltype(rlx::SoftmaxPartStats::sum)>);
 // The statuses: RLX_OK is 0 so that `if (status)` tests for failure; the
 // values are fixed because bindings (bindings/rust/src/ffi.rs) hard-code
 // them. The enums are int-sized, as the bindings declare them.
@@ -278,6 +295,10 @@ std::optional<rlx::SoftmaxOptions> ToOptions(
 rlx::RowRange ToRows(const rlx_row_range* rows, const rlx::Shape4& shape) {
   if (rows == nullptr) return rlx::RowRange::all(shape);
   return {rows->begin, rows->end};
+}
+
+rlx::KeyRange ToKeys(const rlx_key_range& keys) {
+  return {keys.begin, keys.end};
 }
 
 }  // namespace
@@ -602,6 +623,96 @@ rlx_status rlx_merge_softmax_parts(const rlx_softmax_part* parts,
         std::span<const rlx::SoftmaxPart>(converted, n_parts), merged_lse,
         sink_logits);
     return RLX_OK;
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Split rows finished in place
+
+rlx_status rlx_split_kept_keys(const rlx_kept_intervals* kept, size_t k_len,
+                               size_t part, size_t parts,
+                               double masked_key_cost, rlx_key_range* out) {
+  constexpr const char* kFn = "rlx_split_kept_keys";
+  if (kept == nullptr || out == nullptr) {
+    Record(kFn, "%s is NULL (k_len %zu, part %zu, parts %zu)",
+           kept == nullptr ? "kept" : "out", k_len, part, parts);
+    return RLX_INVALID_ARGUMENT;
+  }
+  if (kept->count > RLX_MAX_KEPT_INTERVALS) {
+    Record(kFn,
+           "kept->count %zu exceeds RLX_MAX_KEPT_INTERVALS (%d) (k_len %zu, "
+           "part %zu, parts %zu)",
+           kept->count, RLX_MAX_KEPT_INTERVALS, k_len, part, parts);
+    return RLX_INVALID_ARGUMENT;
+  }
+  return Guard(kFn, [&] {
+    rlx::KeptKeys converted;
+    converted.count = kept->count;
+    for (std::size_t i = 0; i < kept->count; ++i) {
+      converted.intervals[i] = {kept->intervals[i].begin,
+                                kept->intervals[i].end};
+    }
+    const rlx::KeyRange range =
+        rlx::split_kept_keys(converted, k_len, part, parts, masked_key_cost);
+    *out = {range.begin, range.end};
+  });
+}
+
+rlx_status rlx_masked_softmax_part(const rlx_score_view* scores,
+                                   const rlx_mask_spec* mask,
+                                   rlx_key_range keys,
+                                   rlx_softmax_part_stats* stats,
+                                   const rlx_softmax_options* options,
+                                   const rlx_row_range* rows) {
+  constexpr const char* kFn = "rlx_masked_softmax_part";
+  const std::optional<rlx::ScoreView> view = ToView(kFn, "scores", scores);
+  if (!view) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
+  if (!spec) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
+  if (!opts) return RLX_INVALID_ARGUMENT;
+  // A null stats is the C++ function's to reject (with the values).
+  return Guard(kFn, [&] {
+    rlx::masked_softmax_part(*view, *spec, ToKeys(keys),
+                             reinterpret_cast<rlx::SoftmaxPartStats*>(stats),
+                             *opts, ToRows(rows, view->shape));
+  });
+}
+
+rlx_status rlx_finish_softmax_part(
+    const rlx_score_view* scores, const rlx_mask_spec* mask, rlx_key_range keys,
+    const rlx_softmax_part_stats* const* parts, size_t n_parts, size_t part,
+    const rlx_softmax_options* options, const rlx_row_range* rows) {
+  constexpr const char* kFn = "rlx_finish_softmax_part";
+  const std::optional<rlx::ScoreView> view = ToView(kFn, "scores", scores);
+  if (!view) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
+  if (!spec) return RLX_INVALID_ARGUMENT;
+  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
+  if (!opts) return RLX_INVALID_ARGUMENT;
+  if (parts == nullptr) {
+    Record(kFn, "parts is NULL (n_parts %zu, part %zu)", n_parts, part);
+    return RLX_INVALID_ARGUMENT;
+  }
+  if (n_parts == 0) return InvalidArgument(kFn, "n_parts is 0: no parts");
+  // The C++ pointers: on the stack for the usual few, so that a split decode
+  // step does not allocate. A null parts[i] is the C++ function's to reject.
+  constexpr std::size_t kLocalParts = 16;
+  std::array<const rlx::SoftmaxPartStats*, kLocalParts> local;
+  return Guard(kFn, [&] {
+    std::vector<const rlx::SoftmaxPartStats*> heap;
+    const rlx::SoftmaxPartStats** converted = local.data();
+    if (n_parts > kLocalParts) {
+      heap.resize(n_parts);
+      converted = heap.data();
+    }
+    for (std::size_t i = 0; i < n_parts; ++i) {
+      converted[i] = reinterpret_cast<const rlx::SoftmaxPartStats*>(parts[i]);
+    }
+    rlx::finish_softmax_part(
+        *view, *spec, ToKeys(keys),
+        std::span<const rlx::SoftmaxPartStats* const>(converted, n_parts), part,
+        *opts, ToRows(rows, view->shape));
   });
 }
 

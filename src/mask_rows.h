@@ -224,6 +224,18 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
   return kept;
 }
 
+// The keys of `kept` inside [keys.begin, keys.end): one part of a row split
+// over threads (rlx/softmax_split.h) sees only these.
+inline KeptKeys ClipKeptKeys(const KeptKeys& kept, KeyInterval keys) {
+  KeptKeys out;
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    const std::size_t begin = std::max(kept.intervals[j].begin, keys.begin);
+    const std::size_t end = std::min(kept.intervals[j].end, keys.end);
+    if (begin < end) out.intervals[out.count++] = {begin, end};
+  }
+  return out;
+}
+
 // Which row's bytes a keep-byte buffer holds: rows of one batch and query
 // index whose dense rows coincide (every head of a decode step, when the
 // dense part broadcasts over heads) have the same bytes, computed once.

@@ -314,51 +314,69 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, float fill) {
   apply_mask(scores, mask, RowRange::all(scores.shape), fill);
 }
 
-void masked_softmax(const ScoreView& in, const ScoreView& out,
-                    const MaskSpec& mask, const SoftmaxOptions& options,
-                    RowRange rows) {
-  constexpr const char* kWho = "masked_softmax";
-  CheckScores(kWho, "in", in);
-  CheckScores(kWho, "out", out);
-  if (in.type != out.type) {
-    Fail(kWho, "in and out differ in type (" +
-                   std::to_string(static_cast<int>(in.type)) + " vs " +
-                   std::to_string(static_cast<int>(out.type)) + ")");
+void detail::CheckSoftmaxCall(const char* who, const ScoreView& in,
+                              const ScoreView* out, const MaskSpec& mask,
+                              const SoftmaxOptions& options, RowRange rows) {
+  if (out == nullptr) {
+    CheckScores(who, "scores", in);  // in place: name the caller's one view
+    out = &in;
+  } else {
+    CheckScores(who, "in", in);
+    CheckScores(who, "out", *out);
   }
-  if (in.shape.batch != out.shape.batch || in.shape.heads != out.shape.heads ||
-      in.shape.q_len != out.shape.q_len || in.shape.k_len != out.shape.k_len) {
-    Fail(kWho, "in shape " + ShapeString(in.shape) +
-                   " differs from out shape " + ShapeString(out.shape));
+  if (in.type != out->type) {
+    Fail(who, "in and out differ in type (" +
+                  std::to_string(static_cast<int>(in.type)) + " vs " +
+                  std::to_string(static_cast<int>(out->type)) + ")");
+  }
+  const Shape4& o = out->shape;
+  if (in.shape.batch != o.batch || in.shape.heads != o.heads ||
+      in.shape.q_len != o.q_len || in.shape.k_len != o.k_len) {
+    Fail(who, "in shape " + ShapeString(in.shape) + " differs from out shape " +
+                  ShapeString(o));
   }
   if (!std::isfinite(options.scale)) {
-    Fail(kWho, "scale " + std::to_string(options.scale) + " is not finite");
+    Fail(who, "scale " + std::to_string(options.scale) + " is not finite");
   }
   if (!(options.softcap >= 0.0f) || !std::isfinite(options.softcap)) {
-    Fail(kWho, "softcap " + std::to_string(options.softcap) +
-                   " must be finite and >= 0 (0 = none)");
+    Fail(who, "softcap " + std::to_string(options.softcap) +
+                  " must be finite and >= 0 (0 = none)");
   }
-  CheckMask(kWho, mask, in.shape);
-  CheckRows(kWho, in.shape, rows);
-  CheckPerHead(kWho, "sink_logits", options.sink_logits, in.shape.heads,
+  CheckMask(who, mask, in.shape);
+  CheckRows(who, in.shape, rows);
+  CheckPerHead(who, "sink_logits", options.sink_logits, in.shape.heads,
                /*allow_neg_inf=*/true);
-  CheckPerHead(kWho, "alibi_slopes", options.alibi_slopes, in.shape.heads,
+  CheckPerHead(who, "alibi_slopes", options.alibi_slopes, in.shape.heads,
                /*allow_neg_inf=*/false);
-  if (rows.begin == rows.end) return;
-  // 16-bit rows longer than the stack scratch keep their exp values in the
-  // thread's buffer: had now, so that a failed allocation writes nothing.
+}
+
+void detail::ReserveExpBuffer(const ScoreView& in) {
   if (in.type != ScoreType::kF32 && in.shape.k_len > detail::kStackExpKeys &&
       detail::ThreadExpBuffer(detail::ExpWorkFloats(in.shape.k_len)) ==
           nullptr) {
     throw std::bad_alloc();
   }
-  detail::SoftmaxRows(in, out, mask, options, rows);
+}
+
+void masked_softmax(const ScoreView& in, const ScoreView& out,
+                    const MaskSpec& mask, const SoftmaxOptions& options,
+                    RowRange rows) {
+  detail::CheckSoftmaxCall("masked_softmax", in, &out, mask, options, rows);
+  if (rows.begin == rows.end) return;
+  // 16-bit rows longer than the stack scratch keep their exp values in the
+  // thread's buffer: had now, so that a failed allocation writes nothing.
+  detail::ReserveExpBuffer(in);
+  detail::SoftmaxRows(in, out, mask, options, rows, /*part=*/nullptr);
 }
 
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
                     const SoftmaxOptions& options, RowRange rows) {
   // In place: errors name the one view the caller passed.
-  CheckScores("masked_softmax", "scores", scores);
-  masked_softmax(scores, scores, mask, options, rows);
+  detail::CheckSoftmaxCall("masked_softmax", scores, /*out=*/nullptr, mask,
+                           options, rows);
+  if (rows.begin == rows.end) return;
+  detail::ReserveExpBuffer(scores);
+  detail::SoftmaxRows(scores, scores, mask, options, rows, /*part=*/nullptr);
 }
 
 void masked_softmax(const ScoreView& scores, const MaskSpec& mask,

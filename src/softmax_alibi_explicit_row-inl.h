@@ -41,7 +41,7 @@ void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
       SoftmaxSegments(
           df, row,
           AlibiSource<Inner, ExplicitKeyDistance>{neg_slope, distance, inner},
-          *code.options, code.sink, code.lse, prefetch);
+          *code.options, code.sink, code.lse, code.part, prefetch);
     }
   });
 }

@@ -40,7 +40,7 @@ void SoftmaxAlibiRow(const RowSegments& row, const RowCode& code,
     SoftmaxSegments(
         df, row,
         AlibiSource<Inner, ImplicitKeyDistance>{neg_slope, {p, p}, inner},
-        *code.options, code.sink, code.lse, prefetch);
+        *code.options, code.sink, code.lse, code.part, prefetch);
   });
 }
 

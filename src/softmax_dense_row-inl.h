@@ -29,11 +29,11 @@ void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
   if (code.rules->dense == DenseKind::kKeepU8) {
     SoftmaxSegments(
         df, row, KeepU8Source{static_cast<const std::uint8_t*>(dense) + code.m},
-        *code.options, code.sink, code.lse, prefetch);
+        *code.options, code.sink, code.lse, code.part, prefetch);
   } else {
     SoftmaxSegments(df, row,
                     KeepF32Source{static_cast<const float*>(dense) + code.m},
-                    *code.options, code.sink, code.lse, prefetch);
+                    *code.options, code.sink, code.lse, code.part, prefetch);
   }
 }
 

@@ -29,6 +29,7 @@
 
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
+#include "rlx/softmax_split.h"
 #include "src/mask_rows.h"
 #include "src/mask_sources-inl.h"
 #include "src/position_keep-inl.h"
@@ -297,6 +298,14 @@ HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
          std::fabs(options.scale * kLog2e) <= FLT_MAX;
 }
 
+// ln of the common factor 2^(c + max log2 e) of the plain path's exps (0 off
+// it): every stored exp is exp(t - max + shift).
+HWY_INLINE double PlainShift(float max, bool plain) {
+  constexpr double kLn2 = 0.693147180559945309417;
+  return plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
+               : 0.0;
+}
+
 // The end of a row's pass 2, from the sum of its exps: the sink's term
 // (-inf: none), the log-sum-exp into *lse (when not null), and *inv_sum,
 // the reciprocal pass 3 multiplies by. False: the sum is NaN (a kept NaN
@@ -310,11 +319,7 @@ HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
 // that it still cancels.
 HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
                           float* lse, float* inv_sum) {
-  // ln of the common factor 2^(c + max log2 e) of the plain path's exps.
-  constexpr double kLn2 = 0.693147180559945309417;
-  const double shift =
-      plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
-            : 0.0;
+  const double shift = PlainShift(max, plain);
   if (sink != -std::numeric_limits<float>::infinity()) {
     sum += std::exp(static_cast<double>(sink) - max + shift);
   }
@@ -333,7 +338,9 @@ HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
 // segment for dense-only masks). Masked keys outside the segments are the
 // caller's (zero-filled in the default mode). `sink` is the head's sink
 // logit (-inf: none); the row's log-sum-exp goes to *lse when lse is not
-// null.
+// null. `part` (not null: step 1 of a split row, rlx/softmax_split.h): no
+// normalisation; the exps stay (16-bit rows: in their type) and *part
+// receives their statistics.
 //
 // With a sink the maximum is M = max(max_k t_k, sink) and the denominator
 // gains exp(sink - M), computed in double. On the plain path every exp
@@ -344,7 +351,8 @@ template <class DF, class Source>
 HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
                                   const Source& src,
                                   const SoftmaxOptions& options, float sink,
-                                  float* lse, detail::RowPrefetch& prefetch) {
+                                  float* lse, SoftmaxPartStats* part,
+                                  detail::RowPrefetch& prefetch) {
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
@@ -355,6 +363,9 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     const bool nan = KeptNaN(df, row, src, options);
     StoreKeptRow(df, row, src, nan ? kNaN : 0.0f);
     if (lse != nullptr) *lse = nan ? kNaN : -kInf;
+    if (part != nullptr) {
+      *part = nan ? SoftmaxPartStats{kNaN, kNaN} : SoftmaxPartStats{-kInf, 0.0};
+    }
     return;
   }
   if (row_max == kInf) {
@@ -362,6 +373,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     // softmax gives inf - inf = NaN.
     StoreKeptRow(df, row, src, kNaN);
     if (lse != nullptr) *lse = kNaN;
+    if (part != nullptr) *part = {kNaN, kNaN};
     return;
   }
   const float max = std::max(row_max, sink);
@@ -374,8 +386,18 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
   });
   float inv_sum;
-  if (!FinishSum(WideTotal(dd, sum_lo, sum_hi), max, plain, sink, lse,
-                 &inv_sum)) {
+  const double sum = WideTotal(dd, sum_lo, sum_hi);
+  if (part != nullptr) {
+    // exp(t) = stored * exp(max - shift). A NaN sum: a kept NaN score.
+    if (!(sum > 0.0)) {
+      *part = {kNaN, kNaN};
+      StoreKeptRow(df, row, src, kNaN);
+      return;
+    }
+    *part = {max - PlainShift(max, plain), sum};
+    if (row.type == ScoreType::kF32) return;  // stored in place by pass 2
+    inv_sum = 1.0f;  // 16-bit rows: pass 3 converts the exps as they are
+  } else if (!FinishSum(sum, max, plain, sink, lse, &inv_sum)) {
     StoreKeptRow(df, row, src, kNaN);
     return;
   }
@@ -397,8 +419,9 @@ struct RowCode {
   bool read_bytes;  // per-element rules: keep bytes from key `origin`
   const std::uint8_t* keep_bytes;
   std::size_t origin;
-  float sink;  // the head's sink logit, -inf for none
-  float* lse;  // the row's row_lse entry, or null
+  float sink;              // the head's sink logit, -inf for none
+  float* lse;              // the row's row_lse entry, or null
+  SoftmaxPartStats* part;  // step 1 of a split row: its statistics, or null
 };
 
 // Calls f(source) with the row's mask source under ALiBi, or without it:
@@ -447,7 +470,8 @@ inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
     return SoftmaxAlibiRow(row, code, prefetch);
   }
   WithRuleSource(code, [&](const auto& source) {
-    SoftmaxSegments(df, row, source, options, code.sink, code.lse, prefetch);
+    SoftmaxSegments(df, row, source, options, code.sink, code.lse, code.part,
+                    prefetch);
   });
 }
 

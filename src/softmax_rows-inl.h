@@ -28,6 +28,7 @@
 #include "src/softmax_exp-inl.h"
 #include "src/softmax_plain_rows-inl.h"
 #include "src/softmax_row-inl.h"
+#include "src/softmax_rows.h"
 #include "src/store_run-inl.h"
 #include "src/thread_exp_buffer.h"
 
@@ -72,10 +73,13 @@ constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 // The row loop of one row type, for rows of every kind (plain rows also
 // take PlainRows, below): only the loop is compiled per row type (its
 // addressing, conversions and fill), the passes once (SoftmaxRow).
+// `part` (not null): step 1 of a split row, on its keys only
+// (src/softmax_rows.h).
 template <ScoreType kType>
 HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                                 const MaskSpec& mask,
-                                const SoftmaxOptions& options, RowRange rows) {
+                                const SoftmaxOptions& options, RowRange rows,
+                                const detail::RowPart* part = nullptr) {
   const hn::ScalableTag<float> df;
   const Shape4& shape = in.shape;
   const std::size_t n = shape.k_len;
@@ -121,7 +125,12 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   KeptKeys narrowed;
   bool narrowed_all_kept = false;
   detail::RowPrefetch prefetch;
-  const std::size_t call_bytes = (rows.end - rows.begin) * n * elem_bytes;
+  // The keys each row's part covers: the whole row unless split. The
+  // prefetch and the fill cover them alone.
+  const KeyInterval keys = part != nullptr ? part->keys : KeyInterval{0, n};
+  const KeptKeys all_keys{{keys}, keys.begin < keys.end ? 1u : 0u};
+  const std::size_t call_bytes =
+      (rows.end - rows.begin) * keys.size() * elem_bytes;
   const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
   const bool finish_prefetch = call_bytes > kFinishMinBytes;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
@@ -135,7 +144,9 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     KeptKeys kept = rules.dense_only ? WholeRow(n)
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
                                                           shape.q_len, n);
-    // What kept_keys reports for the row, before the keep bytes narrow it.
+    if (part != nullptr) kept = detail::ClipKeptKeys(kept, keys);
+    // What kept_keys reports for the row (within the part's keys), before
+    // the keep bytes narrow it.
     const KeptKeys reported = kept;
     // Per-element rules: the row's keep bytes from its first kept key, in
     // one piece (shared by the heads whose bytes coincide) or tile by tile.
@@ -172,11 +183,14 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
           detail::RowOffset(mask.shape, mask.strides, next);
       const bool new_mask_row = rules.dense != DenseKind::kNone && next_m != m;
       const void* begin[] = {
-          in_base + detail::RowOffset(shape, in.strides, next) * elem_bytes,
-          out_base + detail::RowOffset(shape, out.strides, next) * elem_bytes,
+          in_base + (detail::RowOffset(shape, in.strides, next) + keys.begin) *
+                        elem_bytes,
+          out_base +
+              (detail::RowOffset(shape, out.strides, next) + keys.begin) *
+                  elem_bytes,
           static_cast<const char*>(mask.data) + next_m * mask_unit};
       const std::size_t bytes[] = {
-          n * elem_bytes, n * elem_bytes,
+          keys.size() * elem_bytes, keys.size() * elem_bytes,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
       prefetch.Plan(begin, bytes, kept.size() / exp_step);
     }
@@ -215,22 +229,16 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     }
     RowSegments row{segs, outs, count, type, tiles};
     if (!f32) row.raw_max = MaxOfLanesExact(df, raw_max);
-    const RowCode code{
-        &mask,
-        &options,
-        &rules,
-        i,
-        shape.q_len,
-        n,
-        m,
-        dense_rows,
-        read_bytes,
-        keep_bytes,
-        origin,
-        options.sink_logits != nullptr
-            ? options.sink_logits[i.h]
-            : -std::numeric_limits<float>::infinity(),
-        options.row_lse != nullptr ? options.row_lse + r : nullptr};
+    const RowCode code{&mask, &options, &rules, i, shape.q_len, n, m,
+                       dense_rows, read_bytes, keep_bytes, origin,
+                       // A part has no sink and no lse: the finish adds them.
+                       options.sink_logits != nullptr && part == nullptr
+                           ? options.sink_logits[i.h]
+                           : -std::numeric_limits<float>::infinity(),
+                       options.row_lse != nullptr && part == nullptr
+                           ? options.row_lse + r
+                           : nullptr,
+                       part != nullptr ? part->stats + r : nullptr};
     SoftmaxRow(row, code, prefetch);
     // The rest of the next row's prefetch plan, before the fill: a row with
     // few kept keys (P2w: 257 of 2048) has too few exp steps to issue it
@@ -244,7 +252,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     // row's exp stores. Kept-only writes leave the keys outside kept_keys
     // alone, but write the masked ones inside it, as the default mode does.
     FillMasked<kType>(reinterpret_cast<Elem<kType>*>(o),
-                      options.zero_masked ? WholeRow(n) : reported, kept,
+                      options.zero_masked ? all_keys : reported, kept,
                       Elem<kType>{});
   }
 }
@@ -257,7 +265,12 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
 template <ScoreType kType>
 void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
                    const MaskSpec& mask, const SoftmaxOptions& options,
-                   RowRange rows) {
+                   RowRange rows, const detail::RowPart* part) {
+  // The parts of split rows are long rows' (rlx/softmax_split.h): never
+  // plain.
+  if (part != nullptr) {
+    return GeneralRowsOf<kType>(in, out, mask, options, rows, part);
+  }
   constexpr bool f32 = kType == ScoreType::kF32;
   constexpr std::size_t elem_bytes = sizeof(Elem<kType>);
   const hn::ScalableTag<float> df;
@@ -408,14 +421,15 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
 
 void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                  const MaskSpec& mask, const SoftmaxOptions& options,
-                 RowRange rows) {
+                 RowRange rows, const detail::RowPart* part) {
   switch (in.type) {
     case ScoreType::kF32:
-      return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows, part);
     case ScoreType::kBF16:
-      return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows,
+                                             part);
     case ScoreType::kF16:
-      return SoftmaxRowsOf<ScoreType::kF16>(in, out, mask, options, rows);
+      return SoftmaxRowsOf<ScoreType::kF16>(in, out, mask, options, rows, part);
   }
 }
 

@@ -19,8 +19,8 @@ HWY_EXPORT(SoftmaxRows);
 
 void detail::SoftmaxRows(const ScoreView& in, const ScoreView& out,
                          const MaskSpec& mask, const SoftmaxOptions& options,
-                         RowRange rows) {
-  RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows)(in, out, mask, options, rows);
+                         RowRange rows, const RowPart* part) {
+  RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows)(in, out, mask, options, rows, part);
 }
 }  // namespace rlx
 #endif  // HWY_ONCE

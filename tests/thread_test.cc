@@ -5,6 +5,9 @@
 // - every kernel may be called from any thread; calls on disjoint row
 //   ranges of one tensor, in any split, equal one call bit for bit, and so
 //   do calls on separate tensors;
+// - a row split over threads and finished in place (rlx/softmax_split.h),
+//   each part on its own thread with a barrier between the two steps,
+//   equals the same parts run one after another, bit for bit;
 // - rlx_last_error() is per thread;
 // - force_target while other threads run kernels: each call runs one
 //   complete target's code, so its output equals that target's;
@@ -14,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +30,7 @@
 #include "rlx/bucketed_cache.h"
 #include "rlx/rlx_attn_mask.h"
 #include "rlx/score_kernels.h"
+#include "rlx/softmax_split.h"
 #include "rlx/targets.h"
 #include "tests/per_target.h"
 #include "tests/rule_masks.h"
@@ -140,6 +145,79 @@ TEST(ThreadTest, SplitsOverThreadsEqualOneCallBitForBit) {
               << rm.name << " row_lse, iteration " << it;
         }
       }
+    }
+  }
+}
+
+// The parts of split rows on their own threads, a barrier between the two
+// steps (as an executor's pool runs them), against the same parts run one
+// after another on this thread: bit for bit, row_lse too.
+TEST(ThreadTest, SplitRowPartsOnThreadsEqualThePartsInTurn) {
+  std::mt19937_64 rng(31);
+  const int iterations = testing::ScaledIterations(12);
+  for (int it = 0; it < iterations; ++it) {
+    const std::size_t n = 2 + rng() % (it % 2 ? 12000 : 700);
+    const Shape4 s{1, 1 + rng() % 3, 1 + rng() % 2, n};
+    testing::RuleMask rm;
+    testing::RandomRules(rng, s, rm);
+    const std::vector<float> sinks(s.heads, 0.5f);
+    const std::size_t parts = 2 + rng() % (kThreads - 1);
+    const KeptKeys kept = kept_keys(rm.mask, 0, 0, s.q_len, n);
+    std::vector<KeyRange> ranges;
+    for (std::size_t p = 0; p < parts; ++p) {
+      ranges.push_back(split_kept_keys(kept, n, p, parts));
+    }
+    for (const ScoreType type :
+         {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+      const std::uint64_t seed = rng();
+      // Runs part p's step (1 or 2) on tensor t with statistics `stats`.
+      const auto step = [&](int which, testing::Tensor& t, std::size_t p,
+                            std::vector<std::vector<SoftmaxPartStats>>& stats,
+                            float* lse) {
+        SoftmaxOptions options;
+        options.sink_logits = sinks.data();
+        if (which == 1) {
+          masked_softmax_part(t.view, rm.mask, ranges[p], stats[p].data(),
+                              options);
+          return;
+        }
+        std::vector<const SoftmaxPartStats*> all;
+        for (const auto& st : stats) all.push_back(st.data());
+        if (p == 0) options.row_lse = lse;
+        finish_softmax_part(t.view, rm.mask, ranges[p], all, p, options);
+      };
+      const auto fresh_stats = [&] {
+        return std::vector<std::vector<SoftmaxPartStats>>(
+            parts, std::vector<SoftmaxPartStats>(s.rows()));
+      };
+      testing::Tensor in_turn = Scores(type, s, seed);
+      auto stats_in_turn = fresh_stats();
+      std::vector<float> lse_in_turn(s.rows(), 7.0f);
+      for (int which : {1, 2}) {
+        for (std::size_t p = 0; p < parts; ++p) {
+          step(which, in_turn, p, stats_in_turn, lse_in_turn.data());
+        }
+      }
+      testing::Tensor threaded = Scores(type, s, seed);
+      auto stats_threaded = fresh_stats();
+      std::vector<float> lse_threaded(s.rows(), 7.0f);
+      std::barrier barrier(static_cast<std::ptrdiff_t>(parts));
+      std::vector<std::thread> threads;
+      for (std::size_t p = 0; p < parts; ++p) {
+        threads.emplace_back([&, p] {
+          step(1, threaded, p, stats_threaded, lse_threaded.data());
+          barrier.arrive_and_wait();
+          step(2, threaded, p, stats_threaded, lse_threaded.data());
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      ASSERT_EQ(ViewBytes(threaded), ViewBytes(in_turn))
+          << rm.name << " type " << testing::TypeName(type) << " parts "
+          << parts << " iteration " << it;
+      ASSERT_EQ(std::memcmp(lse_threaded.data(), lse_in_turn.data(),
+                            lse_in_turn.size() * sizeof(float)),
+                0)
+          << rm.name << " row_lse, iteration " << it;
     }
   }
 }
