@@ -1621,6 +1621,212 @@ static void TestMergeSoftmaxParts(void) {
   }
 }
 
+/* A 1 x 2 x 1 x 600 decode row set (past 400, the token at slot 599: 401
+ * kept keys per row) split into 2 parts by rlx_split_kept_keys, each part's
+ * two steps run on its own key range of one tensor: together they are
+ * rlx_masked_softmax of the whole rows, with and without sinks. */
+static void TestSplitSoftmaxParts(void) {
+  enum { kKeys = 600, kRows = 2, kParts = 2 };
+  static float whole[kRows * kKeys], split[kRows * kKeys];
+  static float before[kRows * kKeys];
+  static const float sinks[kRows] = {0.5f, -1.0f};
+  float lse[kRows], split_lse[kRows];
+  rlx_softmax_part_stats stats[kParts][kRows];
+  rlx_softmax_part_stats stats_before[kParts][kRows];
+  const rlx_softmax_part_stats* parts[kParts];
+  rlx_key_range keys[kParts];
+  rlx_key_range range;
+  rlx_kept_intervals kept;
+  rlx_mask_spec m = DecodeMask(400, 599, 0);
+  rlx_score_view v_whole = F32View(whole, 1, kRows, 1, kKeys);
+  rlx_score_view v = F32View(split, 1, kRows, 1, kKeys);
+  rlx_softmax_options o;
+  rlx_row_range rows;
+  size_t i, p, r;
+  int with_sinks;
+
+  CHECK(rlx_kept_keys(&m, 0, 0, 1, kKeys, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 2, 0, 400, 599, 600));
+  for (p = 0; p < kParts; ++p) {
+    CHECK(rlx_split_kept_keys(&kept, kKeys, p, kParts, 0.0, &keys[p]) ==
+          RLX_OK);
+    parts[p] = stats[p];
+  }
+  /* In order, covering [0, 600), 200 or 201 of the 401 kept keys each (no
+   * cost for masked keys). */
+  CHECK(keys[0].begin == 0 && keys[0].end == keys[1].begin &&
+        keys[1].end == kKeys);
+  CHECK(keys[0].end == 200 || keys[0].end == 201);
+
+  for (with_sinks = 0; with_sinks <= 1; ++with_sinks) {
+    for (i = 0; i < kRows * kKeys; ++i) {
+      whole[i] = split[i] = (float)((i * 37) % 101) / 10.0f - 5.0f;
+    }
+    rlx_softmax_options_init(&o);
+    o.scale = 0.75f;
+    o.row_lse = lse;
+    if (with_sinks) o.sink_logits = sinks;
+    CHECK(rlx_masked_softmax(&v_whole, &m, &o, NULL) == RLX_OK);
+
+    /* Step 1 ignores row_lse (and the sinks). */
+    split_lse[0] = split_lse[1] = 42.0f;
+    o.row_lse = split_lse;
+    if (with_sinks) {
+      /* All rows in one call per part. */
+      for (p = 0; p < kParts; ++p) {
+        CHECK(rlx_masked_softmax_part(&v, &m, keys[p], stats[p], &o, NULL) ==
+              RLX_OK);
+      }
+      CHECK(split_lse[0] == 42.0f && split_lse[1] == 42.0f);
+      /* Step 2: row_lse from part 0 only. */
+      for (p = kParts; p-- > 0;) {
+        o.row_lse = p == 0 ? split_lse : NULL;
+        CHECK(rlx_finish_softmax_part(&v, &m, keys[p], parts, kParts, p, &o,
+                                      NULL) == RLX_OK);
+      }
+    } else {
+      /* One row per call, as threads splitting rows too would. */
+      for (r = 0; r < kRows; ++r) {
+        rows.begin = r;
+        rows.end = r + 1;
+        for (p = 0; p < kParts; ++p) {
+          CHECK(rlx_masked_softmax_part(&v, &m, keys[p], stats[p], &o, &rows) ==
+                RLX_OK);
+        }
+        for (p = 0; p < kParts; ++p) {
+          o.row_lse = p == 1 ? split_lse : NULL;
+          CHECK(rlx_finish_softmax_part(&v, &m, keys[p], parts, kParts, p, &o,
+                                        &rows) == RLX_OK);
+        }
+        o.row_lse = split_lse;
+      }
+    }
+    for (r = 0; r < kRows; ++r) {
+      /* Each part keeps a key of every row; its maximum's value is 1. */
+      for (p = 0; p < kParts; ++p) {
+        CHECK(isfinite(stats[p][r].log_scale) && stats[p][r].sum >= 0.999);
+      }
+      CHECK(fabsf(split_lse[r] - lse[r]) <= 1e-5f);
+      for (i = r * kKeys; i < (r + 1) * kKeys; ++i) {
+        const size_t k = i - r * kKeys;
+        if (k >= 400 && k < 599) {
+          CHECK(split[i] == 0.0f);
+        } else {
+          CHECK(fabsf(split[i] - whole[i]) <= 1e-6f);
+        }
+      }
+    }
+  }
+
+  /* A range holding no key of the row: no kept key (stats -inf, 0). */
+  range.begin = range.end = 7;
+  CHECK(rlx_masked_softmax_part(&v, &m, range, stats[0], NULL, NULL) == RLX_OK);
+  CHECK(isinf(stats[0][0].log_scale) && stats[0][0].log_scale < 0 &&
+        stats[0][0].sum == 0.0);
+
+  /* Bad input: nothing written, a message naming the function. */
+  memcpy(before, split, sizeof(split));
+  memset(stats, 0x5A, sizeof(stats));
+  memcpy(stats_before, stats, sizeof(stats));
+  range.begin = 300;
+  range.end = kKeys + 1; /* beyond k_len */
+  EXPECT_ERROR(rlx_masked_softmax_part(&v, &m, range, stats[0], NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  CHECK(strstr(rlx_last_error(), ": masked_softmax_part") != NULL);
+  EXPECT_ERROR(
+      rlx_finish_softmax_part(&v, &m, range, parts, kParts, 1, NULL, NULL),
+      RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  CHECK(strstr(rlx_last_error(), ": finish_softmax_part") != NULL);
+  range.begin = 301;
+  range.end = 300; /* begin > end */
+  EXPECT_ERROR(rlx_masked_softmax_part(&v, &m, range, stats[0], NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  range = keys[0];
+  EXPECT_ERROR(rlx_masked_softmax_part(&v, &m, range, NULL, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  EXPECT_ERROR(rlx_masked_softmax_part(NULL, &m, range, stats[0], NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  EXPECT_ERROR(rlx_masked_softmax_part(&v, NULL, range, stats[0], NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  rows.begin = 1;
+  rows.end = 3; /* beyond the 2 rows */
+  EXPECT_ERROR(rlx_masked_softmax_part(&v, &m, range, stats[0], NULL, &rows),
+               RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+  EXPECT_ERROR(
+      rlx_finish_softmax_part(&v, &m, range, parts, kParts, 0, NULL, &rows),
+      RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  {
+    rlx_mask_spec bad = DecodeMask(400, 598, 0); /* k_len must be 599 */
+    EXPECT_ERROR(rlx_masked_softmax_part(&v, &bad, range, stats[0], NULL, NULL),
+                 RLX_INVALID_ARGUMENT, "rlx_masked_softmax_part");
+    bad = m;
+    bad.struct_size = 0;
+    EXPECT_ERROR(
+        rlx_finish_softmax_part(&v, &bad, range, parts, kParts, 0, NULL, NULL),
+        RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+    CHECK(strstr(rlx_last_error(), "mask->struct_size 0") != NULL);
+  }
+  EXPECT_ERROR(
+      rlx_finish_softmax_part(&v, &m, range, NULL, kParts, 0, NULL, NULL),
+      RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  EXPECT_ERROR(rlx_finish_softmax_part(&v, &m, range, parts, 0, 0, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  EXPECT_ERROR(
+      rlx_finish_softmax_part(&v, &m, range, parts, kParts, kParts, NULL, NULL),
+      RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  parts[1] = NULL;
+  EXPECT_ERROR(
+      rlx_finish_softmax_part(&v, &m, range, parts, kParts, 0, NULL, NULL),
+      RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+  parts[1] = stats[1];
+  {
+    static const float nan_sinks[kRows] = {NAN, 0.0f};
+    float lse_out[kRows] = {42.0f, 42.0f};
+    rlx_softmax_options_init(&o);
+    o.sink_logits = nan_sinks;
+    o.row_lse = lse_out;
+    EXPECT_ERROR(
+        rlx_finish_softmax_part(&v, &m, range, parts, kParts, 0, &o, NULL),
+        RLX_INVALID_ARGUMENT, "rlx_finish_softmax_part");
+    CHECK(lse_out[0] == 42.0f && lse_out[1] == 42.0f);
+  }
+  CHECK(BitsEqual(split, before, sizeof(split)));
+  CHECK(BitsEqual(stats, stats_before, sizeof(stats)));
+
+  /* rlx_split_kept_keys: bad counts, parts and intervals. */
+  range.begin = range.end = 12345;
+  EXPECT_ERROR(
+      rlx_split_kept_keys(NULL, kKeys, 0, 2, RLX_MASKED_KEY_FILL_COST, &range),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  EXPECT_ERROR(
+      rlx_split_kept_keys(&kept, kKeys, 0, 2, RLX_MASKED_KEY_FILL_COST, NULL),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  EXPECT_ERROR(
+      rlx_split_kept_keys(&kept, kKeys, 0, 0, RLX_MASKED_KEY_FILL_COST, &range),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  CHECK(strstr(rlx_last_error(), ": split_kept_keys") != NULL);
+  EXPECT_ERROR(
+      rlx_split_kept_keys(&kept, kKeys, 2, 2, RLX_MASKED_KEY_FILL_COST, &range),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  EXPECT_ERROR(
+      rlx_split_kept_keys(&kept, 599, 0, 2, RLX_MASKED_KEY_FILL_COST, &range),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  EXPECT_ERROR(rlx_split_kept_keys(&kept, kKeys, 0, 2, -0.5, &range),
+               RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  CHECK(strstr(rlx_last_error(), "masked_key_cost -0.5") != NULL);
+  kept.count = RLX_MAX_KEPT_INTERVALS + 1;
+  EXPECT_ERROR(
+      rlx_split_kept_keys(&kept, kKeys, 0, 2, RLX_MASKED_KEY_FILL_COST, &range),
+      RLX_INVALID_ARGUMENT, "rlx_split_kept_keys");
+  CHECK(strstr(rlx_last_error(), "kept->count 4") != NULL);
+  CHECK(range.begin == 12345 && range.end == 12345);
+  /* No kept key: a valid range still. */
+  kept.count = 0;
+  CHECK(rlx_split_kept_keys(&kept, kKeys, 1, 2, RLX_MASKED_KEY_FILL_COST,
+                            &range) == RLX_OK);
+  CHECK(range.begin <= range.end && range.end <= kKeys);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Shapes and strides that no tensor can have                               */
 
@@ -1773,6 +1979,7 @@ int main(int argc, char** argv) {
     TestAlibiSlopes();
     TestClassifyBlocks();
     TestMergeSoftmaxParts();
+    TestSplitSoftmaxParts();
     TestImpossibleShapes();
   }
   printf("c_api_test: %d checks, %d failed\n", g_checks, g_failures);

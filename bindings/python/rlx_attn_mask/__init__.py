@@ -26,6 +26,7 @@ that is not an array at all) and writes nothing.
 from ._core import (  # noqa: F401
     BlockMask,
     Bucket,
+    MASKED_KEY_FILL_COST,
     BucketLadder,
     DTypeError,
     MaskSpec,
@@ -38,16 +39,20 @@ from ._core import (  # noqa: F401
     compiled_targets,
     dispatched_target,
     fill_bucket_decode_mask,
+    finish_softmax_part,
     force_target,
     kept_keys,
     ladder_cost,
     masked_softmax,
     masked_softmax_into,
+    masked_softmax_part,
     merge_softmax_parts,
+    split_kept_keys,
     supported_targets,
 )
 
 __all__ = [
+    "MASKED_KEY_FILL_COST",
     "BlockMask",
     "Bucket",
     "BucketLadder",
@@ -62,11 +67,14 @@ __all__ = [
     "compiled_targets",
     "dispatched_target",
     "fill_bucket_decode_mask",
+    "finish_softmax_part",
     "force_target",
     "kept_keys",
     "ladder_cost",
     "masked_softmax",
     "masked_softmax_into",
+    "masked_softmax_part",
     "merge_softmax_parts",
+    "split_kept_keys",
     "supported_targets",
 ]

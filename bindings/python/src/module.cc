@@ -25,6 +25,7 @@
 #include "rlx/bucket_ladder.h"
 #include "rlx/score_kernels.h"
 #include "rlx/softmax_merge.h"
+#include "rlx/softmax_split.h"
 #include "rlx/targets.h"
 
 namespace rlx::python {
@@ -234,6 +235,100 @@ void MergeSoftmaxParts(const py::sequence& parts, const py::object& merged_lse,
   }
   py::gil_scoped_release release;
   merge_softmax_parts(std::span<const SoftmaxPart>(views), merged, sinks);
+}
+
+// Split rows finished in place ------------------------------------------------
+
+using Keys = std::pair<std::size_t, std::size_t>;
+
+// A stats array is float64, C-contiguous, (log_scale, sum) per row: e.g.
+// np.empty((batch * heads * q_len, 2)), read and written in place.
+static_assert(sizeof(SoftmaxPartStats) == 2 * sizeof(double) &&
+              offsetof(SoftmaxPartStats, log_scale) == 0 &&
+              offsetof(SoftmaxPartStats, sum) == sizeof(double));
+
+SoftmaxPartStats* StatsOf(const Array& a, const char* who,
+                          const std::string& name, const Shape4& shape,
+                          bool writable) {
+  CheckVector(a, who, name.c_str(), DType::kF64, 2 * shape.rows(), writable);
+  if (reinterpret_cast<std::uintptr_t>(a.data()) % alignof(SoftmaxPartStats) !=
+      0) {
+    ThrowValue(std::string(who) + ": " + name +
+               " is not aligned to its float64 elements");
+  }
+  return static_cast<SoftmaxPartStats*>(a.data());
+}
+
+py::tuple SplitKeptKeys(const std::vector<Keys>& kept, std::size_t k_len,
+                        std::size_t part, std::size_t parts,
+                        double masked_key_cost) {
+  constexpr const char* kWho = "split_kept_keys";
+  if (kept.size() > KeptKeys::kMaxIntervals) {
+    ThrowValue(std::string(kWho) + ": kept has " + std::to_string(kept.size()) +
+               " intervals, at most " +
+               std::to_string(KeptKeys::kMaxIntervals) +
+               " (as kept_keys gives them)");
+  }
+  KeptKeys k;
+  k.count = kept.size();
+  for (std::size_t i = 0; i < kept.size(); ++i) {
+    k.intervals[i] = {kept[i].first, kept[i].second};
+  }
+  const KeyRange range =
+      split_kept_keys(k, k_len, part, parts, masked_key_cost);
+  return py::make_tuple(range.begin, range.end);
+}
+
+py::object MaskedSoftmaxPart(const py::object& scores,
+                             const std::optional<Mask>& mask, const Keys& keys,
+                             const py::object& stats, float scale,
+                             float softcap, const py::object& sink_logits,
+                             const py::object& alibi_slopes, bool zero_masked,
+                             const Rows& rows) {
+  constexpr const char* kWho = "masked_softmax_part";
+  const ArrayPtr a = Array::From(scores, kWho, "scores");
+  const ScoreView view = ScoreViewOf(*a, kWho, "scores", true);
+  const MaskSpec spec = MaskOr(mask).Bind(kWho, view.shape);
+  const Options o = OptionsOf(kWho, view.shape, scale, softcap, sink_logits,
+                              alibi_slopes, py::none(), zero_masked);
+  const ArrayPtr s = Array::From(stats, kWho, "stats");
+  SoftmaxPartStats* out = StatsOf(*s, kWho, "stats", view.shape, true);
+  const RowRange range = RowsOf(rows, view.shape);
+  {
+    py::gil_scoped_release release;
+    masked_softmax_part(view, spec, KeyRange{keys.first, keys.second}, out,
+                        o.options, range);
+  }
+  return scores;
+}
+
+py::object FinishSoftmaxPart(
+    const py::object& scores, const std::optional<Mask>& mask, const Keys& keys,
+    const py::sequence& parts, std::size_t part, float scale, float softcap,
+    const py::object& sink_logits, const py::object& alibi_slopes,
+    const py::object& row_lse, bool zero_masked, const Rows& rows) {
+  constexpr const char* kWho = "finish_softmax_part";
+  const ArrayPtr a = Array::From(scores, kWho, "scores");
+  const ScoreView view = ScoreViewOf(*a, kWho, "scores", true);
+  const MaskSpec spec = MaskOr(mask).Bind(kWho, view.shape);
+  const Options o = OptionsOf(kWho, view.shape, scale, softcap, sink_logits,
+                              alibi_slopes, row_lse, zero_masked);
+  std::vector<ArrayPtr> held;
+  std::vector<const SoftmaxPartStats*> stats;
+  for (const py::handle p : parts) {
+    const std::string name = "parts[" + std::to_string(stats.size()) + "]";
+    ArrayPtr s = Array::From(p, kWho, name.c_str());
+    stats.push_back(StatsOf(*s, kWho, name, view.shape, false));
+    held.push_back(std::move(s));
+  }
+  const RowRange range = RowsOf(rows, view.shape);
+  {
+    py::gil_scoped_release release;
+    finish_softmax_part(view, spec, KeyRange{keys.first, keys.second},
+                        std::span<const SoftmaxPartStats* const>(stats), part,
+                        o.options, range);
+  }
+  return scores;
 }
 
 py::array_t<float> ToArray(const std::vector<float>& v) {
@@ -594,6 +689,32 @@ void DefineModule(py::module_& m) {
         "merged_lse"_a = py::none(), "sink_logits"_a = py::none(),
         "Rescales in place the parts [(probs, row_lse), ...] of rows whose "
         "keys were split, so that together they are one softmax per row.");
+  m.def("split_kept_keys", &SplitKeptKeys, "kept"_a, "k_len"_a, "part"_a,
+        "parts"_a, "masked_key_cost"_a = kMaskedKeyFillCost,
+        "Part `part` of a balanced split of a row into `parts` key ranges of "
+        "equal cost (a kept key 1, a masked one masked_key_cost: the zero "
+        "fill's, 0 for kept-only writes), from the row's kept_keys list: a "
+        "(begin, end) tuple.");
+  m.attr("MASKED_KEY_FILL_COST") = kMaskedKeyFillCost;
+  m.def("masked_softmax_part", &MaskedSoftmaxPart, "scores"_a, "mask"_a,
+        "keys"_a, "stats"_a, py::kw_only(), "scale"_a = 1.0f,
+        "softcap"_a = 0.0f, "sink_logits"_a = py::none(),
+        "alibi_slopes"_a = py::none(), "zero_masked"_a = true,
+        "rows"_a = py::none(),
+        "Step 1 of a row split over threads, for keys=(begin, end) of every "
+        "row: the part's exps in place and its statistics into stats "
+        "(float64, (log_scale, sum) per row, e.g. np.empty((rows, 2))). The "
+        "mask and options are the whole row's (sink_logits is used by step 2 "
+        "only); returns scores.");
+  m.def("finish_softmax_part", &FinishSoftmaxPart, "scores"_a, "mask"_a,
+        "keys"_a, "parts"_a, "part"_a, py::kw_only(), "scale"_a = 1.0f,
+        "softcap"_a = 0.0f, "sink_logits"_a = py::none(),
+        "alibi_slopes"_a = py::none(), "row_lse"_a = py::none(),
+        "zero_masked"_a = true, "rows"_a = py::none(),
+        "Step 2, once every part's step 1 is done: the row's log-sum-exp from "
+        "every part's stats (parts, in the same order for every part) into "
+        "row_lse (give it to one part only), and part `part`'s keys scaled "
+        "into probabilities in place; returns scores.");
   m.def(
       "alibi_slopes",
       [](std::size_t heads, float max_bias) {

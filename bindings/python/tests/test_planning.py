@@ -1,14 +1,16 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """The planning helpers (kept_keys, classify_blocks, merge_softmax_parts,
+split_kept_keys with masked_softmax_part and finish_softmax_part,
 alibi_slopes), the ladders and the target functions."""
 
 import math
+import threading
 
 import numpy as np
 import pytest
 
 import rlx_attn_mask as rlx
-from reference import (Case, TOLERANCE, dtype_of, reference_keep,
+from reference import (Case, TOLERANCE, assign, dtype_of, reference_keep,
                        reference_softmax, strided_view, to_f64)
 
 
@@ -116,6 +118,133 @@ def test_merge_softmax_parts_errors():
         rlx.merge_softmax_parts([(p, np.zeros(3, np.float32))])
     with pytest.raises(TypeError):
         rlx.merge_softmax_parts([p])
+
+
+def split_decode_keys(K, parts):
+    """The kept keys of a decode row (past 400, the token at slot K - 1) and
+    its split into `parts` key ranges."""
+    mask = rlx.MaskSpec.decode(400, K - 1)
+    kept = rlx.kept_keys(mask, 0, 0, 1, K)
+    assert kept == [(0, 400), (K - 1, K)]
+    keys = [rlx.split_kept_keys(kept, K, p, parts, masked_key_cost=0.0)
+            for p in range(parts)]
+    assert keys[0][0] == 0 and keys[-1][1] == K
+    for a, b in zip(keys, keys[1:]):
+        assert a[1] == b[0]
+    return mask, keys
+
+
+@pytest.mark.parametrize("with_sinks", [False, True])
+def test_split_parts_finished_in_place_equal_masked_softmax(
+        target, flavor, with_sinks, rng):
+    """A decode row set split into two parts by split_kept_keys, each part's
+    two steps run on its own keys of one (strided) array: together they are
+    masked_softmax of the whole rows."""
+    B, H, Q, K = 1, 2, 1, 600
+    shape = (B, H, Q, K)
+    mask, keys = split_decode_keys(K, 2)
+    assert keys[0][1] in (200, 201)  # 401 kept keys
+    _, whole, s = strided_view(flavor, shape, rng)
+    _, split, _ = strided_view(flavor, shape, rng)
+    assign(split, s)
+    sinks = (rng.uniform(-1, 1, H).astype(np.float32) if with_sinks
+             else None)
+    opts = dict(scale=0.75, sink_logits=sinks)
+    lse = np.empty(B * H * Q, np.float32)
+    rlx.masked_softmax(whole, mask, row_lse=lse, **opts)
+    stats = [np.empty((B * H * Q, 2)) for _ in keys]
+    for k, st in zip(keys, stats):
+        assert rlx.masked_softmax_part(split, mask, k, st, **opts) is split
+    assert np.isfinite(stats[0]).all() and np.isfinite(stats[1]).all()
+    split_lse = np.full(B * H * Q, 42.0, np.float32)
+    for p, k in enumerate(keys):
+        row_lse = split_lse if p == 1 else None
+        assert rlx.finish_softmax_part(split, mask, k, stats, p,
+                                       row_lse=row_lse, **opts) is split
+    got, want = to_f64(split), to_f64(whole)
+    assert (got[..., 400:K - 1] == 0).all()
+    rtol, atol = TOLERANCE[dtype_of(flavor)]
+    np.testing.assert_allclose(got, want, rtol=2 * rtol, atol=2 * atol)
+    np.testing.assert_allclose(split_lse, lse, rtol=1e-5, atol=1e-5)
+
+
+def test_split_parts_run_on_threads(rng):
+    """Four parts of one array on four threads, one row per call and a
+    barrier between the steps (the kernels release the GIL): the single
+    call's result."""
+    B, H, Q, K = 2, 3, 1, 1000
+    mask, keys = split_decode_keys(K, 4)
+    scores = rng.uniform(-6, 6, (B, H, Q, K)).astype(np.float32)
+    whole = rlx.masked_softmax(scores.copy(), mask)
+    split = scores.copy()
+    stats = [np.empty((B * H * Q, 2)) for _ in keys]
+    barrier = threading.Barrier(len(keys))
+    errors = []
+
+    def run(p):
+        try:
+            for r in range(B * H * Q):
+                rows = (r, r + 1)
+                rlx.masked_softmax_part(split, mask, keys[p], stats[p],
+                                        rows=rows)
+                barrier.wait()
+                rlx.finish_softmax_part(split, mask, keys[p], stats, p,
+                                        rows=rows)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+            barrier.abort()
+
+    threads = [threading.Thread(target=run, args=(p,))
+               for p in range(len(keys))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    np.testing.assert_allclose(split, whole, rtol=1e-5, atol=1e-6)
+
+
+def test_split_parts_errors():
+    B, H, Q, K = 1, 2, 1, 600
+    mask, keys = split_decode_keys(K, 2)
+    s = np.arange(B * H * Q * K, dtype=np.float32).reshape(B, H, Q, K)
+    before = s.copy()
+    stats = np.full((2, 2), 42.0)
+    with pytest.raises(ValueError, match="masked_softmax_part: keys"):
+        rlx.masked_softmax_part(s, mask, (300, K + 1), stats)
+    with pytest.raises(ValueError, match="masked_softmax_part"):
+        rlx.masked_softmax_part(s, mask, (301, 300), stats)
+    with pytest.raises(ValueError, match="stats must hold 4"):
+        rlx.masked_softmax_part(s, mask, keys[0], stats[:1])
+    with pytest.raises(rlx.DTypeError, match="stats must be float64"):
+        rlx.masked_softmax_part(s, mask, keys[0], stats.astype(np.float32))
+    with pytest.raises(TypeError):
+        rlx.masked_softmax_part(s, mask, keys[0], stats, row_lse=None)
+    good = [np.zeros((2, 2)), np.zeros((2, 2))]
+    with pytest.raises(ValueError, match="finish_softmax_part: part 2"):
+        rlx.finish_softmax_part(s, mask, keys[0], good, 2)
+    with pytest.raises(ValueError, match="finish_softmax_part"):
+        rlx.finish_softmax_part(s, mask, keys[0], [], 0)
+    with pytest.raises(ValueError, match=r"parts\[1\] must hold 4"):
+        rlx.finish_softmax_part(s, mask, keys[0], [good[0], good[1][:1]], 0)
+    lse = np.full(2, 7.0, np.float32)
+    with pytest.raises(ValueError, match="finish_softmax_part"):
+        rlx.finish_softmax_part(s, mask, keys[0], good, 0, row_lse=lse,
+                                sink_logits=np.array([np.nan, 0],
+                                                     np.float32))
+    assert (lse == 7.0).all() and (stats == 42.0).all()
+    np.testing.assert_array_equal(s, before)
+    kept = rlx.kept_keys(mask, 0, 0, 1, K)
+    with pytest.raises(ValueError, match="split_kept_keys"):
+        rlx.split_kept_keys(kept, K, 0, 0)
+    with pytest.raises(ValueError, match="split_kept_keys"):
+        rlx.split_kept_keys(kept, K, 2, 2)
+    with pytest.raises(ValueError, match="split_kept_keys"):
+        rlx.split_kept_keys(kept, K - 1, 0, 2)
+    with pytest.raises(ValueError, match="masked_key_cost 1.5"):
+        rlx.split_kept_keys(kept, K, 0, 2, masked_key_cost=1.5)
+    with pytest.raises(ValueError, match="split_kept_keys: kept has 4"):
+        rlx.split_kept_keys([(0, 1), (2, 3), (4, 5), (6, 7)], K, 0, 2)
 
 
 def test_alibi_slopes_are_ggml_s():

@@ -189,6 +189,20 @@ pub struct rlx_softmax_part {
     pub row_lse: *const f32,
 }
 
+/// `rlx_key_range`: the keys `[begin, end)` of every row that one part of a
+/// split row covers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct rlx_key_range {
+    pub begin: usize,
+    pub end: usize,
+}
+
+/// `rlx_softmax_part_stats` is the public [`crate::scores::SoftmaxPartStats`]
+/// (#[repr(C)], checked by the layout test), so that a caller's stats arrays
+/// pass to the library as they are.
+pub use crate::scores::SoftmaxPartStats as rlx_softmax_part_stats;
+
 extern "C" {
     pub fn rlx_last_error() -> *const c_char;
 
@@ -277,6 +291,34 @@ extern "C" {
         n_parts: usize,
         merged_lse: *mut f32,
         sink_logits: *const f32,
+    ) -> rlx_status;
+
+    pub fn rlx_split_kept_keys(
+        kept: *const rlx_kept_intervals,
+        k_len: usize,
+        part: usize,
+        parts: usize,
+        masked_key_cost: f64,
+        out: *mut rlx_key_range,
+    ) -> rlx_status;
+    pub fn rlx_masked_softmax_part(
+        scores: *const rlx_score_view,
+        mask: *const rlx_mask_spec,
+        keys: rlx_key_range,
+        stats: *mut rlx_softmax_part_stats,
+        options: *const rlx_softmax_options,
+        rows: *const rlx_row_range,
+    ) -> rlx_status;
+    #[allow(clippy::too_many_arguments)]
+    pub fn rlx_finish_softmax_part(
+        scores: *const rlx_score_view,
+        mask: *const rlx_mask_spec,
+        keys: rlx_key_range,
+        parts: *const *const rlx_softmax_part_stats,
+        n_parts: usize,
+        part: usize,
+        options: *const rlx_softmax_options,
+        rows: *const rlx_row_range,
     ) -> rlx_status;
 }
 

@@ -46,6 +46,11 @@ fn rust_layout() -> BTreeMap<String, usize> {
     size("rlx_kept_intervals", size_of::<rlx_kept_intervals>());
     size("rlx_block_mask_view", size_of::<rlx_block_mask_view>());
     size("rlx_softmax_part", size_of::<rlx_softmax_part>());
+    size("rlx_key_range", size_of::<rlx_key_range>());
+    size(
+        "rlx_softmax_part_stats",
+        size_of::<rlx_softmax_part_stats>(),
+    );
     size("rlx_ladder_cost", size_of::<RawCost>());
     macro_rules! fields {
         ($c:literal, $t:ty: $($f:ident $(= $cf:literal)?),* $(,)?) => {
@@ -67,6 +72,8 @@ fn rust_layout() -> BTreeMap<String, usize> {
     fields!("rlx_block_mask_view", rlx_block_mask_view: q_blocks, k_blocks, kv_num_blocks,
             kv_indices, full_kv_num_blocks, full_kv_indices);
     fields!("rlx_softmax_part", rlx_softmax_part: probs, row_lse);
+    fields!("rlx_key_range", rlx_key_range: begin, end);
+    fields!("rlx_softmax_part_stats", rlx_softmax_part_stats: log_scale, sum);
     fields!("rlx_ladder_cost", RawCost: model, cost_fn = "fn", user_data);
     m.insert("RLX_MAX_KEPT_INTERVALS".into(), RLX_MAX_KEPT_INTERVALS);
     m.insert("RLX_MASK_KEEP_BITS".into(), RLX_MASK_KEEP_BITS as usize);

@@ -888,6 +888,390 @@ pub fn merge_softmax_parts<T: ScoreElement>(
     check(unsafe { ffi::rlx_merge_softmax_parts(raw.as_ptr(), raw.len(), merged_ptr, sinks) })
 }
 
+// ---------------------------------------------------------------------------
+// Split rows finished in place (rlx/softmax_split.h).
+
+/// One part's statistics for one row of a split row (`rlx_softmax_part_stats`),
+/// written by [`masked_softmax_part`]: the part's stored values `v_k` relate
+/// to the row's transformed kept scores `z_k` by
+/// `exp(z_k) = v_k * exp(log_scale)`, and `sum` is the sum of its `v_k`. A
+/// part with no kept key has `log_scale = -inf`, `sum = 0`; a kept NaN or
+/// `+inf` score makes both NaN. A stats array holds one entry per row of the
+/// tensor (indexed as `row_lse`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SoftmaxPartStats {
+    pub log_scale: f64,
+    pub sum: f64,
+}
+
+/// What the default mode's zero fill of a masked key costs, relative to the
+/// softmax of a kept key: [`split_kept_keys`]' `masked_key_cost` for calls
+/// with `zero_masked` (0 for kept-only writes).
+pub const MASKED_KEY_FILL_COST: f64 = 0.25;
+
+/// Part `part` of a balanced split of a row into `parts` key ranges: the
+/// ranges are disjoint, in order, cover `0..k_len`, and each costs about
+/// 1 / `parts` of the row, where a key inside the row's `kept` keys (as
+/// [`kept_keys`] reports them) costs 1 and a key outside costs
+/// `masked_key_cost` (rounded to sixteenths; [`MASKED_KEY_FILL_COST`] in the
+/// default mode, 0 for kept-only writes). With a cost of 0, boundaries fall
+/// on kept keys. Errors for `parts == 0`, `part >= parts`, a cost outside
+/// `[0, 1]`, or intervals beyond `k_len` or out of order.
+pub fn split_kept_keys(
+    kept: &KeptKeys,
+    k_len: usize,
+    part: usize,
+    parts: usize,
+    masked_key_cost: f64,
+) -> Result<Range<usize>, Error> {
+    let mut raw = ffi::rlx_kept_intervals {
+        count: kept.count,
+        ..Default::default()
+    };
+    for (to, from) in raw.intervals.iter_mut().zip(&kept.intervals) {
+        *to = ffi::rlx_key_interval {
+            begin: from.start,
+            end: from.end,
+        };
+    }
+    let mut out = ffi::rlx_key_range::default();
+    // SAFETY: valid pointers for the call's duration.
+    check(unsafe {
+        ffi::rlx_split_kept_keys(&raw, k_len, part, parts, masked_key_cost, &mut out)
+    })?;
+    Ok(out.begin..out.end)
+}
+
+/// Step 1 of a row split over threads (docs/SEMANTICS.md, "Split rows
+/// finished in place"), for the keys `keys` of every row: the keys of the
+/// range are written as [`masked_softmax`] writes them (masked ones 0, or
+/// left alone outside `kept_keys` without `zero_masked`), except that a
+/// kept key holds the exp of its score relative to the part's maximum, not
+/// yet a probability; `stats` (one entry per row) receives the part's
+/// statistics. The mask and the options are the whole row's (the sink
+/// logits are used by step 2 only). Then, once every part's step 1 is done,
+/// [`finish_softmax_part`] makes the part's keys probabilities. Takes the
+/// whole tensor: to run the parts of one tensor on threads, give each thread
+/// a [`KeyPart`] of [`key_parts`].
+///
+/// Errors (nothing written): what [`masked_softmax`] rejects, a stats slice
+/// that is not one entry per row, `keys.start > keys.end` or
+/// `keys.end > k_len`.
+pub fn masked_softmax_part<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    stats: &mut [SoftmaxPartStats],
+    options: SoftmaxOptions,
+) -> Result<(), Error> {
+    masked_softmax_part_rows(scores, shape, mask, keys, stats, options, 0..shape.rows())
+}
+
+/// [`masked_softmax_part`] over the flattened rows `rows` only.
+pub fn masked_softmax_part_rows<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    stats: &mut [SoftmaxPartStats],
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let who = "masked_softmax_part";
+    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    unsafe { softmax_part_raw(who, &v, shape, mask, keys, stats, options, rows) }
+}
+
+/// Step 2 of a row split over threads for part `part` of `parts` (every
+/// part's stats, in the same order for every part, each one entry per row),
+/// once every part's [`masked_softmax_part`] is done: per row, the row's
+/// log-sum-exp `lse = log(sum_i parts[i].sum * exp(parts[i].log_scale)
+/// [+ exp(sink_h)])` (in f64), and this part's kept values scaled by
+/// `exp(log_scale - lse)` in place. Together the parts are then
+/// [`masked_softmax`] of the whole rows (f32 rows within its bound; bf16 /
+/// f16 rows round once more to their type). A row with no kept key in any
+/// part stays zeros. Takes the whole tensor; see [`key_parts`] for threads.
+///
+/// Errors (nothing written): what [`masked_softmax_part`] rejects, no
+/// parts, a stats slice that is not one entry per row, `part >=
+/// parts.len()`, a NaN or `+inf` sink logit.
+pub fn finish_softmax_part<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    parts: &[&[SoftmaxPartStats]],
+    part: usize,
+    options: SoftmaxOptions,
+) -> Result<(), Error> {
+    finish_softmax_part_rows(
+        scores,
+        shape,
+        mask,
+        keys,
+        parts,
+        part,
+        options,
+        0..shape.rows(),
+    )
+}
+
+/// [`finish_softmax_part`] over the flattened rows `rows` only.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_softmax_part_rows<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    parts: &[&[SoftmaxPartStats]],
+    part: usize,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let who = "finish_softmax_part";
+    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    unsafe { finish_part_raw(who, &v, shape, mask, keys, parts, part, options, rows, None) }
+}
+
+/// [`finish_softmax_part_rows`] that also writes each row's log-sum-exp
+/// into `row_lse[r]` for the call's rows `r` (one entry per row of the
+/// tensor; `-inf` for a row with no kept key). Give it to one part only:
+/// every part would write the same values.
+#[allow(clippy::too_many_arguments)]
+pub fn finish_softmax_part_rows_lse<T: ScoreElement, M: MaskLike>(
+    scores: &mut [T],
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    parts: &[&[SoftmaxPartStats]],
+    part: usize,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: &mut [f32],
+) -> Result<(), Error> {
+    let who = "finish_softmax_part_rows_lse";
+    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let lse = Some(row_lse);
+    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    unsafe { finish_part_raw(who, &v, shape, mask, keys, parts, part, options, rows, lse) }
+}
+
+/// Checks that a stats slice holds one entry per row of `shape`.
+fn stats_cover(who: &str, what: &str, len: usize, shape: Shape) -> Result<(), Error> {
+    if len != shape.rows() {
+        return Err(Error::invalid(format!(
+            "{who}: {what} has {len} elements, shape {shape:?} has {} rows",
+            shape.rows()
+        )));
+    }
+    Ok(())
+}
+
+fn key_range(keys: Range<usize>) -> ffi::rlx_key_range {
+    ffi::rlx_key_range {
+        begin: keys.start,
+        end: keys.end,
+    }
+}
+
+/// Step 1 on the tensor `v` (of `shape`); `who` names the caller in errors.
+///
+/// # Safety
+/// `v` must describe memory that the caller may write within `keys` of the
+/// call's rows, and that no one else reads or writes there during the call.
+#[allow(clippy::too_many_arguments)]
+unsafe fn softmax_part_raw<M: MaskLike>(
+    who: &str,
+    v: &ffi::rlx_score_view,
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    stats: &mut [SoftmaxPartStats],
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+) -> Result<(), Error> {
+    let m = mask.spec().to_ffi(who, extent_of(shape))?;
+    let o = options.to_ffi(who, shape, None)?;
+    stats_cover(who, "stats", stats.len(), shape)?;
+    let r = row_range(rows);
+    check(ffi::rlx_masked_softmax_part(
+        v,
+        &m,
+        key_range(keys),
+        stats.as_mut_ptr(),
+        &o,
+        &r,
+    ))
+}
+
+/// Step 2 on the tensor `v` (of `shape`).
+///
+/// # Safety
+/// As [`softmax_part_raw`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn finish_part_raw<M: MaskLike>(
+    who: &str,
+    v: &ffi::rlx_score_view,
+    shape: Shape,
+    mask: &M,
+    keys: Range<usize>,
+    parts: &[&[SoftmaxPartStats]],
+    part: usize,
+    options: SoftmaxOptions,
+    rows: Range<usize>,
+    row_lse: Option<&mut [f32]>,
+) -> Result<(), Error> {
+    let m = mask.spec().to_ffi(who, extent_of(shape))?;
+    let o = options.to_ffi(who, shape, row_lse)?;
+    for (i, stats) in parts.iter().enumerate() {
+        stats_cover(who, &format!("parts[{i}]"), stats.len(), shape)?;
+    }
+    // The stats pointers: on the stack for the usual few parts, so that a
+    // split decode step does not allocate.
+    const LOCAL: usize = 16;
+    let mut local = [std::ptr::null::<SoftmaxPartStats>(); LOCAL];
+    let heap: Vec<*const SoftmaxPartStats>;
+    let pointers: &[*const SoftmaxPartStats] = if parts.len() <= LOCAL {
+        for (to, from) in local.iter_mut().zip(parts) {
+            *to = from.as_ptr();
+        }
+        &local[..parts.len()]
+    } else {
+        heap = parts.iter().map(|s| s.as_ptr()).collect();
+        &heap
+    };
+    let r = row_range(rows);
+    check(ffi::rlx_finish_softmax_part(
+        v,
+        &m,
+        key_range(keys),
+        pointers.as_ptr(),
+        pointers.len(),
+        part,
+        &o,
+        &r,
+    ))
+}
+
+/// One part of a tensor whose rows are split over threads by key ranges: it
+/// may write only the keys `keys()` of every row, so the parts of one
+/// [`key_parts`] call can be moved to threads and run their two steps
+/// concurrently on the same tensor (each part's stats written by its step 1,
+/// then, after every part's step 1, read by every part's step 2: e.g. two
+/// `std::thread::scope`s, or a barrier and a lock).
+#[derive(Debug)]
+pub struct KeyPart<'a, T: ScoreElement> {
+    view: ffi::rlx_score_view,
+    shape: Shape,
+    keys: Range<usize>,
+    _scores: std::marker::PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: a KeyPart is the exclusive right to the keys `keys` of every row
+// of a tensor borrowed mutably for 'a; the parts of one key_parts call have
+// disjoint key ranges, and the library reads and writes only the range it
+// is given, so parts on different threads touch disjoint memory.
+unsafe impl<T: ScoreElement + Send> Send for KeyPart<'_, T> {}
+
+/// Splits the tensor `scores` (of `shape`) into parts by the key ranges
+/// `ranges` (e.g. [`split_kept_keys`] for part 0, 1, ...), which must be in
+/// order, disjoint and within `k_len`. Errors for a slice that does not
+/// cover the shape or ranges that are reversed, overlap or reach past
+/// `k_len`.
+pub fn key_parts<'a, T: ScoreElement>(
+    scores: &'a mut [T],
+    shape: Shape,
+    ranges: &[Range<usize>],
+) -> Result<Vec<KeyPart<'a, T>>, Error> {
+    let who = "key_parts";
+    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let mut previous_end = 0;
+    for (i, r) in ranges.iter().enumerate() {
+        if r.start > r.end || r.start < previous_end || r.end > shape.k_len {
+            return Err(Error::invalid(format!(
+                "{who}: range {i} {r:?} is reversed, overlaps the one before or \
+                 reaches past k_len {}",
+                shape.k_len
+            )));
+        }
+        previous_end = r.end;
+    }
+    Ok(ranges
+        .iter()
+        .map(|r| KeyPart {
+            view: v,
+            shape,
+            keys: r.clone(),
+            _scores: std::marker::PhantomData,
+        })
+        .collect())
+}
+
+impl<T: ScoreElement> KeyPart<'_, T> {
+    /// The keys of every row this part covers.
+    pub fn keys(&self) -> Range<usize> {
+        self.keys.clone()
+    }
+    /// The whole tensor's shape.
+    pub fn shape(&self) -> Shape {
+        self.shape
+    }
+    /// [`masked_softmax_part_rows`] on this part's keys.
+    pub fn masked_softmax_part<M: MaskLike>(
+        &mut self,
+        mask: &M,
+        stats: &mut [SoftmaxPartStats],
+        options: SoftmaxOptions,
+        rows: Range<usize>,
+    ) -> Result<(), Error> {
+        // SAFETY: the keys are this part's alone (see the Send impl), and
+        // &mut self keeps its own calls apart.
+        unsafe {
+            softmax_part_raw(
+                "masked_softmax_part",
+                &self.view,
+                self.shape,
+                mask,
+                self.keys.clone(),
+                stats,
+                options,
+                rows,
+            )
+        }
+    }
+    /// [`finish_softmax_part_rows`] on this part's keys, and the rows'
+    /// log-sum-exp into `row_lse` when given (to one part only).
+    pub fn finish_softmax_part<M: MaskLike>(
+        &mut self,
+        mask: &M,
+        parts: &[&[SoftmaxPartStats]],
+        part: usize,
+        options: SoftmaxOptions,
+        rows: Range<usize>,
+        row_lse: Option<&mut [f32]>,
+    ) -> Result<(), Error> {
+        // SAFETY: as in masked_softmax_part.
+        unsafe {
+            finish_part_raw(
+                "finish_softmax_part",
+                &self.view,
+                self.shape,
+                mask,
+                self.keys.clone(),
+                parts,
+                part,
+                options,
+                rows,
+                row_lse,
+            )
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1309,5 +1693,259 @@ mod tests {
         .unwrap_err();
         assert!(e.message().contains("sink_logits[0]"), "{e}");
         assert_eq!((a, b, merged), (vec![0.25; 4], vec![0.5; 4], [7.0; 2]));
+    }
+
+    /// The scores, their shape, the two parts' key ranges, and the unsplit
+    /// softmax with its row lse.
+    type SplitCase = (Vec<f32>, Shape, Vec<Range<usize>>, Vec<f32>, Vec<f32>);
+
+    /// A 1 x 2 x 1 x 600 decode row set (past 400, the token at slot 599)
+    /// with scale and sinks, and its split into two parts by
+    /// split_kept_keys.
+    fn split_decode_case() -> SplitCase {
+        let shape = Shape::new(1, 2, 1, 600);
+        let mask = split_mask();
+        let scores: Vec<f32> = (0..1200)
+            .map(|i| ((i * 37) % 101) as f32 / 10.0 - 5.0)
+            .collect();
+        let kept = kept_keys(&mask, 0, 0, 1, 600).unwrap();
+        assert_eq!(kept.as_slice(), &[0..400, 599..600]);
+        let ranges: Vec<Range<usize>> = (0..2)
+            .map(|p| split_kept_keys(&kept, 600, p, 2, 0.0).unwrap())
+            .collect();
+        assert_eq!(ranges[0].start, 0);
+        assert_eq!(ranges[0].end, ranges[1].start);
+        assert_eq!(ranges[1].end, 600);
+        assert!(ranges[0].end == 200 || ranges[0].end == 201, "{ranges:?}");
+        // With the zero fill's cost, part 1's masked keys 400..599 weigh:
+        // the boundary moves right.
+        let filled = split_kept_keys(&kept, 600, 0, 2, MASKED_KEY_FILL_COST).unwrap();
+        assert!(filled.end > ranges[0].end, "{filled:?}");
+        let (mut whole, mut lse) = (scores.clone(), vec![0.0f32; 2]);
+        masked_softmax_rows_lse(&mut whole, shape, &mask, split_options(), 0..2, &mut lse).unwrap();
+        (scores, shape, ranges, whole, lse)
+    }
+
+    fn split_mask() -> Mask<'static> {
+        Mask::Decode {
+            past: 400,
+            upper: 599,
+            window: 0,
+        }
+    }
+
+    fn split_options() -> SoftmaxOptions<'static> {
+        const SINKS: [f32; 2] = [0.5, -1.0];
+        SoftmaxOptions::default()
+            .with_scale(0.75)
+            .with_sink_logits(&SINKS)
+    }
+
+    fn assert_split_matches(split: &[f32], whole: &[f32], split_lse: &[f32], lse: &[f32]) {
+        for (i, (got, want)) in split.iter().zip(whole).enumerate() {
+            let k = i % 600;
+            if (400..599).contains(&k) {
+                assert_eq!(*got, 0.0, "masked key {i}");
+            } else {
+                assert!((got - want).abs() <= 1e-6, "key {i}: {got} vs {want}");
+            }
+        }
+        for (got, want) in split_lse.iter().zip(lse) {
+            assert!((got - want).abs() <= 1e-5, "{split_lse:?} vs {lse:?}");
+        }
+    }
+
+    #[test]
+    fn split_parts_finished_in_place_equal_the_unsplit_row() {
+        let (scores, shape, ranges, whole, lse) = split_decode_case();
+        let (mask, options) = (split_mask(), split_options());
+        let mut split = scores.clone();
+        let mut stats = vec![vec![SoftmaxPartStats::default(); 2]; 2];
+        for (range, stats) in ranges.iter().zip(stats.iter_mut()) {
+            masked_softmax_part(&mut split, shape, &mask, range.clone(), stats, options).unwrap();
+        }
+        for part in &stats {
+            for row in part {
+                assert!(row.log_scale.is_finite() && row.sum >= 0.999, "{row:?}");
+            }
+        }
+        let parts: Vec<&[SoftmaxPartStats]> = stats.iter().map(|s| &s[..]).collect();
+        let mut split_lse = vec![0.0f32; 2];
+        finish_softmax_part_rows_lse(
+            &mut split,
+            shape,
+            &mask,
+            ranges[0].clone(),
+            &parts,
+            0,
+            options,
+            0..2,
+            &mut split_lse,
+        )
+        .unwrap();
+        finish_softmax_part(
+            &mut split,
+            shape,
+            &mask,
+            ranges[1].clone(),
+            &parts,
+            1,
+            options,
+        )
+        .unwrap();
+        assert_split_matches(&split, &whole, &split_lse, &lse);
+
+        // One row per call, in bf16: within bf16 rounding of the f32 row.
+        let mut split16: Vec<Bf16> = scores.iter().map(|&v| Bf16::from_f32(v)).collect();
+        let mut whole16 = split16.clone();
+        masked_softmax(&mut whole16, shape, &mask, options).unwrap();
+        for row in 0..2 {
+            for (range, stats) in ranges.iter().zip(stats.iter_mut()) {
+                masked_softmax_part_rows(
+                    &mut split16,
+                    shape,
+                    &mask,
+                    range.clone(),
+                    stats,
+                    options,
+                    row..row + 1,
+                )
+                .unwrap();
+            }
+            let parts: Vec<&[SoftmaxPartStats]> = stats.iter().map(|s| &s[..]).collect();
+            for (p, range) in ranges.iter().enumerate() {
+                finish_softmax_part_rows(
+                    &mut split16,
+                    shape,
+                    &mask,
+                    range.clone(),
+                    &parts,
+                    p,
+                    options,
+                    row..row + 1,
+                )
+                .unwrap();
+            }
+        }
+        for (got, want) in split16.iter().zip(&whole16) {
+            let (got, want) = (got.to_f32(), want.to_f32());
+            assert!(
+                (got - want).abs() <= 1e-2 * want.max(1e-4),
+                "{got} vs {want}"
+            );
+        }
+    }
+
+    #[test]
+    fn split_parts_run_on_threads() {
+        let (scores, shape, ranges, whole, lse) = split_decode_case();
+        let (mask, options) = (split_mask(), split_options());
+        let mut split = scores.clone();
+        let mut stats = vec![vec![SoftmaxPartStats::default(); 2]; 2];
+        let mut split_lse = vec![0.0f32; 2];
+        {
+            let mut parts = key_parts(&mut split, shape, &ranges).unwrap();
+            assert_eq!(parts[1].keys(), ranges[1]);
+            // Step 1 on every part, then (the scope's join is the barrier)
+            // step 2 on every part.
+            std::thread::scope(|s| {
+                for (part, stats) in parts.iter_mut().zip(stats.iter_mut()) {
+                    s.spawn(move || {
+                        part.masked_softmax_part(&mask, stats, options, 0..2)
+                            .unwrap()
+                    });
+                }
+            });
+            let all: Vec<&[SoftmaxPartStats]> = stats.iter().map(|s| &s[..]).collect();
+            let all = &all;
+            let mut lse_slot = Some(&mut split_lse[..]);
+            std::thread::scope(|s| {
+                for (p, part) in parts.iter_mut().enumerate() {
+                    let row_lse = if p == 0 { lse_slot.take() } else { None };
+                    s.spawn(move || {
+                        part.finish_softmax_part(&mask, all, p, options, 0..2, row_lse)
+                            .unwrap()
+                    });
+                }
+            });
+        }
+        assert_split_matches(&split, &whole, &split_lse, &lse);
+    }
+
+    /// Keys 301..300: begin after end.
+    fn reversed() -> Range<usize> {
+        Range {
+            start: 301,
+            end: 300,
+        }
+    }
+
+    #[test]
+    fn bad_split_parts_are_errors_and_write_nothing() {
+        let (scores, shape, ranges, _, _) = split_decode_case();
+        let mask = split_mask();
+        let options = SoftmaxOptions::default();
+        let mut s = scores.clone();
+        let sentinel = SoftmaxPartStats {
+            log_scale: 42.0,
+            sum: 42.0,
+        };
+        let mut stats = vec![sentinel; 2];
+        // keys.end beyond k_len.
+        let e =
+            masked_softmax_part(&mut s, shape, &mask, 300..601, &mut stats, options).unwrap_err();
+        assert_eq!(e.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(e.message().starts_with("rlx_masked_softmax_part: "), "{e}");
+        assert!(e.message()[25..].contains("masked_softmax_part"), "{e}");
+        let e =
+            masked_softmax_part(&mut s, shape, &mask, reversed(), &mut stats, options).unwrap_err();
+        assert!(e.message().starts_with("rlx_masked_softmax_part: "), "{e}");
+        // Stats that do not hold one entry per row.
+        let e = masked_softmax_part(&mut s, shape, &mask, 0..200, &mut stats[..1], options)
+            .unwrap_err();
+        assert!(e.message().contains("stats has 1"), "{e}");
+        let good = vec![SoftmaxPartStats::default(); 2];
+        let parts: [&[SoftmaxPartStats]; 2] = [&good, &good[..1]];
+        let e = finish_softmax_part(&mut s, shape, &mask, 0..200, &parts, 0, options).unwrap_err();
+        assert!(e.message().contains("parts[1] has 1"), "{e}");
+        let parts: [&[SoftmaxPartStats]; 2] = [&good, &good];
+        let e = finish_softmax_part(&mut s, shape, &mask, 0..200, &parts, 2, options).unwrap_err();
+        assert!(e.message().starts_with("rlx_finish_softmax_part: "), "{e}");
+        let e = finish_softmax_part(&mut s, shape, &mask, 0..200, &[], 0, options).unwrap_err();
+        assert!(e.message().starts_with("rlx_finish_softmax_part: "), "{e}");
+        let e = finish_softmax_part(&mut s, shape, &mask, 0..601, &parts, 0, options).unwrap_err();
+        assert!(e.message().starts_with("rlx_finish_softmax_part: "), "{e}");
+        let nan = [f32::NAN, 0.0];
+        let mut lse = [7.0f32; 2];
+        let e = finish_softmax_part_rows_lse(
+            &mut s,
+            shape,
+            &mask,
+            0..200,
+            &parts,
+            0,
+            options.with_sink_logits(&nan),
+            0..2,
+            &mut lse,
+        )
+        .unwrap_err();
+        assert!(e.message().starts_with("rlx_finish_softmax_part: "), "{e}");
+        assert_eq!(lse, [7.0; 2]);
+        assert_eq!(stats, vec![sentinel; 2]);
+        assert_eq!(s, scores);
+        // split_kept_keys: no parts, a part beyond them, a kept interval
+        // beyond k_len.
+        let kept = kept_keys(&mask, 0, 0, 1, 600).unwrap();
+        let e = split_kept_keys(&kept, 600, 0, 0, 0.0).unwrap_err();
+        assert!(e.message().starts_with("rlx_split_kept_keys: "), "{e}");
+        assert!(split_kept_keys(&kept, 600, 2, 2, 0.0).is_err());
+        assert!(split_kept_keys(&kept, 599, 0, 2, 0.0).is_err());
+        assert!(split_kept_keys(&kept, 600, 0, 2, 1.5).is_err());
+        // key_parts: overlapping or reversed ranges, beyond k_len.
+        let e = key_parts(&mut s, shape, &[0..300, 200..600]).unwrap_err();
+        assert!(e.message().starts_with("key_parts: range 1"), "{e}");
+        assert!(key_parts(&mut s, shape, std::slice::from_ref(&(0..601))).is_err());
+        assert!(key_parts(&mut s, shape, std::slice::from_ref(&reversed())).is_err());
+        assert!(key_parts(&mut s, shape, &ranges).is_ok());
     }
 }
