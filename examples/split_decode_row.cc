@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// One long decode row split over two threads and merged (docs/SEMANTICS.md,
-// "Row log-sum-exp"): a 32768-key decode step (past 32000 real keys, padding,
-// the new token at slot upper) with gpt-oss sinks and ALiBi, as an executor
-// that splits long rows would run it:
+// One long decode row split over two threads, two ways: merged
+// (docs/SEMANTICS.md, "Row log-sum-exp") and finished in place ("Split rows
+// finished in place"). A 32768-key decode step (past 32000 real keys,
+// padding, the new token at slot upper) with gpt-oss sinks and ALiBi, as an
+// executor that splits long rows would run it.
 //
+// Merged:
 //  * thread A takes keys [0, split): every one a real past key, so its mask
 //    is None with query_offsets = {past}, which puts the query at the
 //    whole row's position (ALiBi and the rules see the same distances);
@@ -12,14 +14,21 @@
 //    shift by split, and every rule and ALiBi depend on differences alone;
 //  * each writes its row_lse; merge_softmax_parts rescales both parts.
 //
-// The merged row is compared with the unsplit masked_softmax of the whole
+// Finished in place (no views, no mask rewriting, no merge pass): the two
+// threads take the key ranges split_kept_keys gives, each runs
+// masked_softmax_part on its range of the whole row, waits for the other
+// (a std::barrier), and runs finish_softmax_part.
+//
+// Both results are compared with the unsplit masked_softmax of the whole
 // row. Exit status 0 when they agree within the tolerance.
 //
 //   split_decode_row [--keys=N] [--past=P] [--split=S] [--tolerance=T]
 #include <rlx/score_kernels.h>
 #include <rlx/softmax_merge.h>
+#include <rlx/softmax_split.h>
 
 #include <algorithm>
+#include <barrier>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +36,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -114,23 +124,52 @@ int main(int argc, char** argv) {
   float merged_lse = 0.0f;
   rlx::merge_softmax_parts(both, &merged_lse);
 
-  double worst = 0.0, sum = 0.0;
-  for (std::size_t k = 0; k < keys; ++k) {
-    const double diff = std::fabs(static_cast<double>(parts[k]) - whole[k]);
-    worst =
-        std::max(worst, diff / std::max(1e-30, static_cast<double>(whole[k])));
-    sum += parts[k];
+  // The same row finished in place on two threads.
+  std::vector<float> in_place = scores;
+  const rlx::ScoreView view =
+      rlx::ScoreView::f32(in_place.data(), {1, 1, 1, keys});
+  const rlx::MaskSpec mask = rlx::MaskSpec::decode(past, upper);
+  const rlx::KeptKeys kept = rlx::kept_keys(mask, 0, 0, 1, keys);
+  rlx::SoftmaxPartStats stats[2];
+  const rlx::SoftmaxPartStats* all_stats[] = {&stats[0], &stats[1]};
+  float in_place_lse = 0.0f;
+  std::barrier step_done(2);
+  const auto part = [&](std::size_t p) {
+    const rlx::KeyRange range = rlx::split_kept_keys(kept, keys, p, 2);
+    rlx::SoftmaxOptions o;
+    o.sink_logits = sinks;  // the finish adds them once
+    o.alibi_slopes = slope;
+    rlx::masked_softmax_part(view, mask, range, &stats[p], o);
+    step_done.arrive_and_wait();
+    if (p == 0) o.row_lse = &in_place_lse;  // one part writes the lse
+    rlx::finish_softmax_part(view, mask, range, all_stats, p, o);
+  };
+  std::thread c(part, 0), d(part, 1);
+  c.join();
+  d.join();
+
+  bool ok = true;
+  for (const auto& [name, row, lse] :
+       {std::tuple{"merged", &parts, merged_lse},
+        std::tuple{"in place", &in_place, in_place_lse}}) {
+    double worst = 0.0, sum = 0.0;
+    for (std::size_t k = 0; k < keys; ++k) {
+      const double p = (*row)[k];
+      worst =
+          std::max(worst, std::fabs(p - whole[k]) /
+                              std::max(1e-30, static_cast<double>(whole[k])));
+      sum += p;
+    }
+    const double lse_diff = std::fabs(static_cast<double>(lse) - whole_lse);
+    std::printf(
+        "%s: keys %zu past %zu: largest relative difference %.3g (bound "
+        "%.3g), lse %.9g vs %.9g, row sums to %.9g (sink weight %.3g)\n",
+        name, keys, past, worst, tolerance, lse, whole_lse, sum, 1.0 - sum);
+    if (!(worst <= tolerance &&
+          lse_diff <= tolerance * std::fabs(whole_lse) + 1e-6)) {
+      std::fprintf(stderr, "split_decode_row: %s mismatch\n", name);
+      ok = false;
+    }
   }
-  const double lse_diff =
-      std::fabs(static_cast<double>(merged_lse) - whole_lse);
-  std::printf(
-      "keys %zu past %zu split %zu: largest relative difference %.3g, "
-      "(bound %.3g), merged lse %.9g vs %.9g, merged row sums to %.9g (sink "
-      "weight %.3g)\n",
-      keys, past, split, worst, tolerance, merged_lse, whole_lse, sum,
-      1.0 - sum);
-  const bool ok =
-      worst <= tolerance && lse_diff <= tolerance * std::fabs(whole_lse) + 1e-6;
-  if (!ok) std::fprintf(stderr, "split_decode_row: mismatch\n");
   return ok ? 0 : 1;
 }
