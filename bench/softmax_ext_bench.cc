@@ -17,6 +17,11 @@
 //   split_row_parallel_merge/D3/<target>/threads:2  likewise, but each
 //       thread rescales its own part (a second round): the merge needs
 //       only the other part's lse (given with a one-key stand-in view)
+//   split_row_in_place/D3/<target>/threads:N  the same row split into N
+//       key ranges of equal cost (split_kept_keys, the zero fill's cost
+//       for masked keys), finished in place
+//       (rlx/softmax_split.h): each thread runs masked_softmax_part, a
+//       barrier, then finish_softmax_part; one round of the pool
 //   masked_softmax/D1head16/<target>, .../D1head301/<target>  the first 16
 //       (one AVX3 vector) or 301 (D1's kept count) keys of each D1 row, as
 //       a strided view with no mask: a row's fixed cost, and its cost with
@@ -38,6 +43,7 @@
 #include "bench/workloads.h"
 #include "rlx/score_kernels.h"
 #include "rlx/softmax_merge.h"
+#include "rlx/softmax_split.h"
 
 namespace rlx::bench {
 namespace {
@@ -155,6 +161,40 @@ void BM_SplitRow(benchmark::State& state, SplitRowCase c,
               static_cast<double>(past + 1));
 }
 
+// One Decode row as BM_SplitRow's, split into `threads` balanced key ranges
+// and finished in place, with row_lse (written by part 0's finish).
+void BM_SplitRowInPlace(benchmark::State& state, SplitRowCase c,
+                        const std::string& target, std::size_t threads) {
+  TargetScope scope(target);
+  const std::size_t keys = c.keys;
+  std::vector<float> row(ExpInputs(keys), ExpInputs(keys) + keys);
+  const ScoreView view = ScoreView::f32(row.data(), {1, 1, 1, keys});
+  const MaskSpec mask = MaskSpec::decode(c.past, keys - 1);
+  const KeptKeys kept = kept_keys(mask, 0, 0, 1, keys);
+  std::vector<KeyRange> ranges;
+  for (std::size_t p = 0; p < threads; ++p) {
+    ranges.push_back(split_kept_keys(kept, keys, p, threads));
+  }
+  std::vector<SoftmaxPartStats> stats(threads);
+  std::vector<const SoftmaxPartStats*> parts;
+  for (const SoftmaxPartStats& s : stats) parts.push_back(&s);
+  float lse = 0.0f;
+  SpinBarrier barrier(static_cast<std::uint32_t>(threads));
+  Splitter splitter(threads, [&](std::size_t p) {
+    masked_softmax_part(view, mask, ranges[p], &stats[p]);
+    barrier.ArriveAndWait();
+    SoftmaxOptions options;
+    if (p == 0) options.row_lse = &lse;
+    finish_softmax_part(view, mask, ranges[p], parts, p, options);
+  });
+  for (auto _ : state) {
+    splitter.Run();
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(keys), sizeof(float),
+              static_cast<double>(c.past + 1));
+}
+
 void Add(const Workload& w, const std::string& target, const char* name,
          const MaskSpec& mask, const SoftmaxOptions& options) {
   Configure(benchmark::RegisterBenchmark(
@@ -202,6 +242,13 @@ void Register(const Workload& w, const std::string& target) {
                 .c_str(),
             BM_SplitRow, c, target, static_cast<std::size_t>(threads),
             parallel));
+      }
+      for (const std::size_t threads : {1, 2}) {
+        Configure(benchmark::RegisterBenchmark(
+            BenchName({"split_row_in_place", c.name, target,
+                       "threads:" + std::to_string(threads)})
+                .c_str(),
+            BM_SplitRowInPlace, c, target, threads));
       }
     }
   }

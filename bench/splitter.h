@@ -33,6 +33,30 @@ inline void SpinThenWait(const std::atomic<std::uint32_t>& value,
   value.wait(old, std::memory_order_acquire);
 }
 
+// A barrier for `parties` threads, reusable: the last to arrive releases the
+// others, which spin, then sleep (SpinThenWait). What an executor's pool
+// does between the two steps of a split row (rlx/softmax_split.h).
+class SpinBarrier {
+ public:
+  explicit SpinBarrier(std::uint32_t parties) : parties_(parties) {}
+  void ArriveAndWait() {
+    const std::uint32_t generation =
+        generation_.load(std::memory_order_acquire);
+    if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == parties_) {
+      arrived_.store(0, std::memory_order_relaxed);
+      generation_.fetch_add(1, std::memory_order_acq_rel);
+      generation_.notify_all();
+    } else {
+      SpinThenWait(generation_, generation);
+    }
+  }
+
+ private:
+  const std::uint32_t parties_;
+  std::atomic<std::uint32_t> arrived_{0};
+  std::atomic<std::uint32_t> generation_{0};
+};
+
 // Runs work(part) for every part in [0, parts) once per Run(): part 0 on the
 // calling thread, the others on std::threads that stay alive between runs,
 // as an executor's pool would. Hand-offs spin briefly, then sleep
