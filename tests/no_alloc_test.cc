@@ -21,9 +21,11 @@
 #include <vector>
 
 #include "rlx/attn_mask.h"
+#include "rlx/rlx_attn_mask.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
+#include "rlx/softmax_split.h"
 #include "tests/per_target.h"
 #include "tests/rule_masks.h"
 #include "tests/score_check.h"
@@ -289,6 +291,58 @@ TEST_P(NoAllocTest, DecodeMaskAndMergeAllocateNothing) {
         AllocationsDuring([&] { merge_softmax_parts(parts, merged.data()); }),
         0)
         << testing::TypeName(type);
+  }
+}
+
+// Both steps of a split row, in C++ and through the C API (which keeps up
+// to 16 part pointers on the stack), on rows of every type that fit the
+// stack scratch.
+TEST_P(NoAllocTest, SplitRowsAllocateNothing) {
+  for (ScoreType type : kTypes) {
+    const Shape4 s{1, 2, 1, 3000};
+    testing::Tensor t = testing::MakeTensor(type, s, 1, 1);
+    const MaskSpec mask = MaskSpec::decode(2000, 2999);
+    const KeptKeys kept = kept_keys(mask, 0, 0, 1, s.k_len);
+    std::vector<SoftmaxPartStats> stats_a(s.rows()), stats_b(s.rows());
+    const SoftmaxPartStats* parts[] = {stats_a.data(), stats_b.data()};
+    std::vector<float> lse(s.rows());
+    SoftmaxOptions o;
+    o.row_lse = lse.data();
+    EXPECT_EQ(AllocationsDuring([&] {
+                const KeyRange a = split_kept_keys(kept, s.k_len, 0, 2);
+                const KeyRange b = split_kept_keys(kept, s.k_len, 1, 2);
+                masked_softmax_part(t.view, mask, a, stats_a.data(), o);
+                masked_softmax_part(t.view, mask, b, stats_b.data(), o);
+                finish_softmax_part(t.view, mask, a, parts, 0, o);
+                finish_softmax_part(t.view, mask, b, parts, 1, o);
+              }),
+              0)
+        << testing::TypeName(type);
+    rlx_mask_spec c_mask;
+    rlx_mask_spec_init(&c_mask);
+    c_mask.kind = RLX_MASK_DECODE;
+    c_mask.past = 2000;
+    c_mask.upper = 2999;
+    const rlx_score_view view{
+        t.view.data,
+        static_cast<rlx_score_type>(type),
+        {1, 2, 1, s.k_len},
+        {t.view.strides.batch, t.view.strides.head, t.view.strides.row}};
+    const auto* c_parts =
+        reinterpret_cast<const rlx_softmax_part_stats* const*>(parts);
+    rlx_status part_status = RLX_INTERNAL_ERROR, finish_status = part_status;
+    EXPECT_EQ(AllocationsDuring([&] {
+                part_status = rlx_masked_softmax_part(
+                    &view, &c_mask, {0, 2000},
+                    reinterpret_cast<rlx_softmax_part_stats*>(stats_a.data()),
+                    nullptr, nullptr);
+                finish_status = rlx_finish_softmax_part(
+                    &view, &c_mask, {0, 2000}, c_parts, 2, 0, nullptr, nullptr);
+              }),
+              0)
+        << testing::TypeName(type) << " (C API)";
+    EXPECT_EQ(part_status, RLX_OK) << rlx_last_error();
+    EXPECT_EQ(finish_status, RLX_OK) << rlx_last_error();
   }
 }
 
