@@ -148,6 +148,9 @@ std::vector<RuleWorkload>& RuleWorkloads() {
         }
       }
       pg.q_position = {static_cast<std::int64_t>(valid - 1)};
+      // PGkept: a Decode row keeping as many keys (2999 past and the
+      // token), the bar's "Decode row with the same kept count".
+      pg.kept_past = valid - 1;
       pg.host_kept = [](const RuleWorkload& w, std::size_t, std::size_t k) {
         return w.k_position[k] >= 0 && w.k_position[k] <= w.q_position[0];
       };
