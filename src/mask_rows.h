@@ -236,6 +236,43 @@ inline KeptKeys ClipKeptKeys(const KeptKeys& kept, KeyInterval keys) {
   return out;
 }
 
+// Classes `vectors` vectors of `lanes` keep bytes each, from `bytes` (0 or
+// 1 each): bit v of full[v / 64] is set when every byte of vector v is
+// kept, of partial[v / 64] when some but not all are; bits past `vectors`
+// are 0. Returns the number of empty vectors.
+inline std::size_t ClassVectors(const std::uint8_t* bytes, std::size_t vectors,
+                                std::size_t lanes, std::uint64_t* full,
+                                std::uint64_t* partial) {
+  constexpr std::uint64_t kOnes = 0x0101010101010101u;
+  std::size_t empty = 0;
+  for (std::size_t w = 0; w * 64 < vectors; ++w) {
+    std::uint64_t full_word = 0, partial_word = 0;
+    const std::size_t end = std::min(vectors, w * 64 + 64);
+    for (std::size_t v = w * 64; v < end; ++v) {
+      const std::uint8_t* p = bytes + v * lanes;
+      std::uint64_t any = 0, all = kOnes;
+      std::size_t i = 0;
+      for (; i + 8 <= lanes; i += 8) {
+        std::uint64_t eight;
+        std::memcpy(&eight, p + i, 8);
+        any |= eight;
+        all &= eight;
+      }
+      for (; i < lanes; ++i) {
+        any |= p[i];
+        all &= kOnes * p[i];
+      }
+      const bool is_full = all == kOnes, is_empty = any == 0;
+      full_word |= std::uint64_t{is_full} << (v % 64);
+      partial_word |= std::uint64_t{!is_full && !is_empty} << (v % 64);
+      empty += is_empty;
+    }
+    full[w] = full_word;
+    partial[w] = partial_word;
+  }
+  return empty;
+}
+
 // Which row's bytes a keep-byte buffer holds: rows of one batch and query
 // index whose dense rows coincide (every head of a decode step, when the
 // dense part broadcasts over heads) have the same bytes, computed once.

@@ -36,6 +36,7 @@
 #include "src/row_convert-inl.h"
 #include "src/row_prefetch.h"
 #include "src/softmax_passes-inl.h"
+#include "src/softmax_vector_map-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -113,6 +114,11 @@ struct KeepTileFill {
   }
 };
 
+// The one source whose rows take a vector map (src/softmax_vector_map-inl.h):
+// keep bytes alone, no bias, no ALiBi.
+template <class Source>
+constexpr bool kMapped = std::is_same_v<Source, KeptBytesSource<NoSource>>;
+
 template <class Source>
 constexpr bool kHasOrigin = false;
 template <class Inner>
@@ -136,6 +142,9 @@ struct RowSegments {
   // converted; pass 1 of a source that keeps every key of the segments
   // (NoSource) is then done. NaN for f32 rows.
   float raw_max = std::numeric_limits<float>::quiet_NaN();
+  // Not null: the row's one segment is classed by this map, and the passes
+  // of its source skip the empty vectors (only kMapped sources read it).
+  const VectorMap* map = nullptr;
 
   // One call of f, so that each pass is generated once per source (the
   // passes are inlined into it); rows without tiles take one step.
@@ -162,6 +171,23 @@ struct RowSegments {
                         : static_cast<std::uint16_t*>(outs[j]) + t;
         f(tile, out, tile_src);
       }
+    }
+  }
+
+  // Pass 3 of a mapped row's segment: as Store, the empty vectors zero.
+  template <class DF>
+  HWY_NOINLINE void StoreMapped(DF df, const Segment& seg, void* out,
+                                float scale) const {
+    switch (type) {
+      case ScoreType::kF32:
+        return MappedNormalize<ScoreType::kF32>(
+            df, seg, *map, static_cast<float*>(out), scale);
+      case ScoreType::kBF16:
+        return MappedNormalize<ScoreType::kBF16>(
+            df, seg, *map, static_cast<Elem<ScoreType::kBF16>*>(out), scale);
+      case ScoreType::kF16:
+        return MappedNormalize<ScoreType::kF16>(
+            df, seg, *map, static_cast<Elem<ScoreType::kF16>*>(out), scale);
     }
   }
 
@@ -222,6 +248,15 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
     auto max = hn::Set(df, kNegInf);
     row.ForEach(row_src, [&](const Segment& seg, void*,
                              const Source& src) RLX_INLINE_LAMBDA {
+      if constexpr (kMapped<Source>) {
+        if (row.map != nullptr) {
+          max =
+              raw ? MappedMax<MaxOf::kRaw>(df, seg, *row.map, src, options, max)
+                  : MappedMax<MaxOf::kTransformed>(df, seg, *row.map, src,
+                                                   options, max);
+          return;
+        }
+      }
       max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
                 : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
     });
@@ -383,6 +418,14 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
   row.ForEach(src, [&](const Segment& seg, void*,
                        const Source& seg_src) RLX_INLINE_LAMBDA {
+    if constexpr (kMapped<Source>) {
+      if (row.map != nullptr) {
+        return plain ? MappedExp<true>(df, seg, *row.map, seg_src, options, max,
+                                       prefetch, sum_lo, sum_hi)
+                     : MappedExp<false>(df, seg, *row.map, seg_src, options,
+                                        max, prefetch, sum_lo, sum_hi);
+      }
+    }
     RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
   });
   float inv_sum;
@@ -395,15 +438,30 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
       return;
     }
     *part = {max - PlainShift(max, plain), sum};
-    if (row.type == ScoreType::kF32) return;  // stored in place by pass 2
+    if (row.type == ScoreType::kF32) {  // stored in place by pass 2
+      if constexpr (kMapped<Source>) {
+        if (row.map != nullptr) {  // but for the empty vectors' zeros
+          row.ForEach(src, [&](const Segment&, void* out, const Source&) {
+            MappedZeros<ScoreType::kF32>(df, *row.map,
+                                         static_cast<float*>(out));
+          });
+        }
+      }
+      return;
+    }
     inv_sum = 1.0f;  // 16-bit rows: pass 3 converts the exps as they are
   } else if (!FinishSum(sum, max, plain, sink, lse, &inv_sum)) {
     StoreKeptRow(df, row, src, kNaN);
     return;
   }
   // Pass 3 normalises the stored values (16-bit rows: into the row type).
-  row.ForEach(src, [&](const Segment& seg, void* out, const Source&)
-                       RLX_INLINE_LAMBDA { row.Store(df, seg, out, inv_sum); });
+  row.ForEach(
+      src, [&](const Segment& seg, void* out, const Source&) RLX_INLINE_LAMBDA {
+        if constexpr (kMapped<Source>) {
+          if (row.map != nullptr) return row.StoreMapped(df, seg, out, inv_sum);
+        }
+        row.Store(df, seg, out, inv_sum);
+      });
 }
 
 // What chooses a row's code, besides its segments: the mask, the options,

@@ -121,9 +121,20 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   const bool per_element =
       !dense_rows && (rules.per_element ||
                       (rules.dense_only && rules.dense != DenseKind::kBias));
-  // The narrowed intervals of the row whose bytes keep_bytes holds.
+  // The narrowed intervals of the row whose bytes keep_bytes holds, and the
+  // class of each whole vector of its one interval (map_vectors 0: none).
+  // Rows of per-element rules without a bias or ALiBi that leave at least an
+  // eighth of their vectors empty (a paged cache's empty pages) take the
+  // map: their passes never load or exp an empty vector
+  // (src/softmax_vector_map-inl.h).
   KeptKeys narrowed;
   bool narrowed_all_kept = false;
+  const bool may_map = per_element && rules.dense != DenseKind::kBias &&
+                       options.alibi_slopes == nullptr;
+  std::uint64_t full_words[kKeepTileKeys / 64];
+  std::uint64_t partial_words[kKeepTileKeys / 64];
+  std::size_t map_vectors = 0;
+  std::size_t map_steps = 0;  // the exp steps of a mapped row
   detail::RowPrefetch prefetch;
   // The keys each row's part covers: the whole row unless split. The
   // prefetch and the fill cover them alone.
@@ -158,6 +169,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     const KeepTileFill* tiles = nullptr;
     const std::size_t origin = kept.count > 0 ? kept.intervals[0].begin : 0;
     bool read_bytes = per_element && kept.count > 0;
+    bool use_map = false;
     if (read_bytes) {
       if (kept.intervals[kept.count - 1].end - origin <= kKeepTileKeys) {
         if (detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept,
@@ -165,9 +177,25 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                                  &PositionKeepBytes)) {
           narrowed = detail::NarrowToKeptBytes(kept, keep_bytes, origin,
                                                &narrowed_all_kept);
+          map_vectors = 0;
+          if (may_map && narrowed.count == 1 && !narrowed_all_kept) {
+            const std::size_t lanes = hn::Lanes(df);
+            const std::size_t vectors = narrowed.intervals[0].size() / lanes;
+            const std::size_t empty = detail::ClassVectors(
+                keep_bytes + (narrowed.intervals[0].begin - origin), vectors,
+                lanes, full_words, partial_words);
+            if (vectors > 0 && empty * 8 >= vectors) {
+              map_vectors = vectors;
+              map_steps = (vectors - empty) * lanes / exp_step;
+            }
+          }
         }
         kept = narrowed;
-        read_bytes = !(narrowed_all_kept && !rules.explicit_keys);
+        // Every key of the narrowed intervals kept: the bytes are needed
+        // only by ALiBi over explicit key positions.
+        read_bytes = !(narrowed_all_kept && (!rules.explicit_keys ||
+                                             options.alibi_slopes == nullptr));
+        use_map = read_bytes && map_vectors > 0;
       } else {
         keep_cache.valid = false;  // the tiles overwrite the bytes
         tiles = &tile_fill;
@@ -192,7 +220,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
       const std::size_t bytes[] = {
           keys.size() * elem_bytes, keys.size() * elem_bytes,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
-      prefetch.Plan(begin, bytes, kept.size() / exp_step);
+      prefetch.Plan(begin, bytes, use_map ? map_steps : kept.size() / exp_step);
     }
     // The segments: f32 rows in place in the output (in the input, for the
     // passes that read); 16-bit rows converted into the work buffer, each
@@ -229,6 +257,8 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     }
     RowSegments row{segs, outs, count, type, tiles};
     if (!f32) row.raw_max = MaxOfLanesExact(df, raw_max);
+    const VectorMap map{full_words, partial_words, map_vectors};
+    if (use_map) row.map = &map;
     const RowCode code{&mask, &options, &rules, i, shape.q_len, n, m,
                        dense_rows, read_bytes, keep_bytes, origin,
                        // A part has no sink and no lse: the finish adds them.

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <numeric>
 #include <random>
 #include <string>
 #include <thread>
@@ -1105,6 +1106,66 @@ TEST_P(SoftmaxExtTest, SplitRowsHandleEmptyPartsAndNaN) {
            {{0, 3}, {3, 10}}, RowRange::all(rv.shape));
   for (int k = 0; k < 10; ++k) EXPECT_EQ(row[k], 0.0f) << k;
   EXPECT_EQ(row_lse, -kInf);
+}
+
+// A paged KV cache: pages of 4 to 64 slots in shuffled order, some empty
+// (position -1), so that whole vectors of a row are empty, all kept or
+// mixed (the rows' vector map, src/softmax_vector_map-inl.h), at every
+// length and alignment: whole rows, kept-only writes and split parts
+// against the oracle.
+TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {
+  std::mt19937_64 rng(4096);
+  const int iterations = testing::ScaledIterations(60);
+  for (int it = 0; it < iterations; ++it) {
+    const std::size_t page = std::size_t{4} << (rng() % 5);
+    const std::size_t n = 1 + rng() % (it % 5 == 0 ? 9000 : 1500);
+    const Shape4 s{1 + rng() % 2, 1 + rng() % 3, 1, n};
+    std::vector<std::size_t> order((n + page - 1) / page);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    const std::size_t valid = rng() % (n + 1);
+    std::vector<std::int64_t> k_pos(s.batch * n, -1), q_pos(s.batch);
+    for (std::size_t b = 0; b < s.batch; ++b) {
+      for (std::size_t p = 0; p < order.size(); ++p) {
+        for (std::size_t i = 0; i < page; ++i) {
+          const std::size_t pos = p * page + i, slot = order[p] * page + i;
+          if (pos < valid && slot < n) {
+            k_pos[b * n + slot] = static_cast<std::int64_t>(pos);
+          }
+        }
+      }
+      q_pos[b] = static_cast<std::int64_t>(valid) - 1 -
+                 static_cast<std::int64_t>(rng() % 3);
+    }
+    const MaskSpec mask =
+        MaskSpec::causal().with_positions(q_pos.data(), k_pos.data());
+    SoftmaxOptions options;
+    options.scale = 0.5f;
+    options.zero_masked = rng() % 3 != 0;
+    std::vector<float> lse(s.rows()), lse_want(s.rows());
+    options.row_lse = lse.data();
+    const ScoreType type = kTypes[it % 3];
+    testing::Tensor t = RandomScores(rng, type, s);
+    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+    const ScoreView before = testing::SameViewIn(t, before_bytes);
+    const ScoreView got = testing::SameViewIn(t, got_bytes);
+    const ScoreView want = testing::SameViewIn(t, want_bytes);
+    const bool split = it % 2 == 1;
+    if (split) {
+      RunSplit(got, mask, options, RandomKeyRanges(rng, mask, s, 2 + rng() % 2),
+               RowRange::all(s));
+    } else {
+      masked_softmax(got, mask, options);
+    }
+    SoftmaxOptions ref_options = options;
+    ref_options.row_lse = lse_want.data();
+    reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
+    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                       lse.data(), lse_want.data()),
+              "")
+        << testing::TypeName(type) << " n " << n << " page " << page
+        << " valid " << valid << (split ? " split" : "") << " iteration " << it;
+  }
 }
 
 TEST(SoftmaxSplitTest, SplitKeptKeysIsBalancedAndCoversTheRow) {
