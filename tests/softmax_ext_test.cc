@@ -1168,6 +1168,57 @@ TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {
   }
 }
 
+// A bias that masks whole runs of keys (a causal mask given as a bias, and
+// random -inf blocks), so that whole vectors are masked, kept or mixed:
+// every type, length and alignment, whole rows, kept-only writes and split
+// parts against the oracle.
+TEST_P(SoftmaxExtTest, BiasMaskingRunsMatchesTheOracle) {
+  std::mt19937_64 rng(512);
+  const int iterations = testing::ScaledIterations(60);
+  for (int it = 0; it < iterations; ++it) {
+    const std::size_t n = 1 + rng() % (it % 5 == 0 ? 5000 : 700);
+    const Shape4 s{1, 1 + rng() % 2, 1 + rng() % 4, n};
+    std::vector<float> bias(s.rows() * n);
+    const std::size_t block = std::size_t{1} << (rng() % 7);
+    for (std::size_t r = 0; r < s.rows(); ++r) {
+      const std::size_t q = r % s.q_len, diagonal = n - s.q_len + q;
+      for (std::size_t k = 0; k < n; ++k) {
+        const bool masked = k > diagonal || (k / block) % 3 == 1;
+        bias[r * n + k] =
+            masked ? -kInf : static_cast<float>(rng() % 9) * 0.25f - 1.0f;
+      }
+    }
+    const MaskSpec mask = MaskSpec::bias(bias.data(), s);
+    SoftmaxOptions options;
+    options.scale = 0.5f;
+    options.softcap = rng() % 4 == 0 ? 5.0f : 0.0f;
+    options.zero_masked = rng() % 3 != 0;
+    std::vector<float> lse(s.rows()), lse_want(s.rows());
+    options.row_lse = lse.data();
+    const ScoreType type = kTypes[it % 3];
+    testing::Tensor t = RandomScores(rng, type, s);
+    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+    const ScoreView before = testing::SameViewIn(t, before_bytes);
+    const ScoreView got = testing::SameViewIn(t, got_bytes);
+    const ScoreView want = testing::SameViewIn(t, want_bytes);
+    const bool split = it % 2 == 1;
+    if (split) {
+      RunSplit(got, mask, options, RandomKeyRanges(rng, mask, s, 2 + rng() % 2),
+               RowRange::all(s));
+    } else {
+      masked_softmax(got, mask, options);
+    }
+    SoftmaxOptions ref_options = options;
+    ref_options.row_lse = lse_want.data();
+    reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
+    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                       lse.data(), lse_want.data()),
+              "")
+        << testing::TypeName(type) << " n " << n << " block " << block
+        << (split ? " split" : "") << " iteration " << it;
+  }
+}
+
 TEST(SoftmaxSplitTest, SplitKeptKeysIsBalancedAndCoversTheRow) {
   std::mt19937_64 rng(5);
   for (int it = 0; it < 3000; ++it) {
