@@ -155,7 +155,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     KeptKeys kept = rules.dense_only ? WholeRow(n)
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
                                                           shape.q_len, n);
-    if (part != nullptr) kept = detail::ClipKeptKeys(kept, keys);
+    if (part != nullptr) detail::ClipKeptKeys(&kept, keys);
     // What kept_keys reports for the row (within the part's keys), before
     // the keep bytes narrow it.
     const KeptKeys reported = kept;

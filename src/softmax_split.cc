@@ -224,9 +224,8 @@ void finish_softmax_part(const ScoreView& scores, const MaskSpec& mask,
       options.row_lse[r] = static_cast<float>(lse);
     const SoftmaxPartStats& mine = parts[part][r];
     if (!nan && !(mine.sum > 0.0)) continue;  // this part kept no key
-    const KeptKeys kept = detail::ClipKeptKeys(
-        detail::KeptKeysOf(mask, rules, i.b, i.q, s.q_len, s.k_len),
-        {keys.begin, keys.end});
+    KeptKeys kept = detail::KeptKeysOf(mask, rules, i.b, i.q, s.q_len, s.k_len);
+    detail::ClipKeptKeys(&kept, {keys.begin, keys.end});
     char* const row = static_cast<char*>(scores.data) +
                       detail::RowOffset(s, scores.strides, i) * elem;
     const auto factor = static_cast<float>(std::exp(mine.log_scale - lse));
