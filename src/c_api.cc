@@ -292,6 +292,27 @@ std::optional<rlx::SoftmaxOptions> ToOptions(
   return result;
 }
 
+// The three arguments every softmax entry point converts (a failure is
+// recorded, naming `fn`).
+struct SoftmaxCall {
+  rlx::ScoreView view;
+  rlx::MaskSpec mask;
+  rlx::SoftmaxOptions options;
+};
+
+std::optional<SoftmaxCall> ToSoftmaxCall(const char* fn,
+                                         const rlx_score_view* scores,
+                                         const rlx_mask_spec* mask,
+                                         const rlx_softmax_options* options) {
+  const std::optional<rlx::ScoreView> view = ToView(fn, "scores", scores);
+  if (!view) return std::nullopt;
+  const std::optional<rlx::MaskSpec> spec = ToMask(fn, mask);
+  if (!spec) return std::nullopt;
+  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(fn, options);
+  if (!opts) return std::nullopt;
+  return SoftmaxCall{*view, *spec, *opts};
+}
+
 rlx::RowRange ToRows(const rlx_row_range* rows, const rlx::Shape4& shape) {
   if (rows == nullptr) return rlx::RowRange::all(shape);
   return {rows->begin, rows->end};
@@ -512,14 +533,14 @@ rlx_status rlx_masked_softmax(const rlx_score_view* scores,
                               const rlx_softmax_options* options,
                               const rlx_row_range* rows) {
   constexpr const char* kFn = "rlx_masked_softmax";
-  const std::optional<rlx::ScoreView> view = ToView(kFn, "scores", scores);
-  if (!view) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
-  if (!spec) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
-  if (!opts) return RLX_INVALID_ARGUMENT;
+  const std::optional<SoftmaxCall> call =
+      ToSoftmaxCall(kFn, scores, mask, options);
+  if (!call) return RLX_INVALID_ARGUMENT;
+  const rlx::ScoreView& view = call->view;
+  const rlx::MaskSpec& spec = call->mask;
+  const rlx::SoftmaxOptions& opts = call->options;
   return Guard(kFn, [&] {
-    rlx::masked_softmax(*view, *spec, *opts, ToRows(rows, view->shape));
+    rlx::masked_softmax(view, spec, opts, ToRows(rows, view.shape));
   });
 }
 
@@ -665,17 +686,17 @@ rlx_status rlx_masked_softmax_part(const rlx_score_view* scores,
                                    const rlx_softmax_options* options,
                                    const rlx_row_range* rows) {
   constexpr const char* kFn = "rlx_masked_softmax_part";
-  const std::optional<rlx::ScoreView> view = ToView(kFn, "scores", scores);
-  if (!view) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
-  if (!spec) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
-  if (!opts) return RLX_INVALID_ARGUMENT;
+  const std::optional<SoftmaxCall> call =
+      ToSoftmaxCall(kFn, scores, mask, options);
+  if (!call) return RLX_INVALID_ARGUMENT;
+  const rlx::ScoreView& view = call->view;
+  const rlx::MaskSpec& spec = call->mask;
+  const rlx::SoftmaxOptions& opts = call->options;
   // A null stats is the C++ function's to reject (with the values).
   return Guard(kFn, [&] {
-    rlx::masked_softmax_part(*view, *spec, ToKeys(keys),
+    rlx::masked_softmax_part(view, spec, ToKeys(keys),
                              reinterpret_cast<rlx::SoftmaxPartStats*>(stats),
-                             *opts, ToRows(rows, view->shape));
+                             opts, ToRows(rows, view.shape));
   });
 }
 
@@ -684,12 +705,12 @@ rlx_status rlx_finish_softmax_part(
     const rlx_softmax_part_stats* const* parts, size_t n_parts, size_t part,
     const rlx_softmax_options* options, const rlx_row_range* rows) {
   constexpr const char* kFn = "rlx_finish_softmax_part";
-  const std::optional<rlx::ScoreView> view = ToView(kFn, "scores", scores);
-  if (!view) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::MaskSpec> spec = ToMask(kFn, mask);
-  if (!spec) return RLX_INVALID_ARGUMENT;
-  const std::optional<rlx::SoftmaxOptions> opts = ToOptions(kFn, options);
-  if (!opts) return RLX_INVALID_ARGUMENT;
+  const std::optional<SoftmaxCall> call =
+      ToSoftmaxCall(kFn, scores, mask, options);
+  if (!call) return RLX_INVALID_ARGUMENT;
+  const rlx::ScoreView& view = call->view;
+  const rlx::MaskSpec& spec = call->mask;
+  const rlx::SoftmaxOptions& opts = call->options;
   if (parts == nullptr) {
     Record(kFn, "parts is NULL (n_parts %zu, part %zu)", n_parts, part);
     return RLX_INVALID_ARGUMENT;
@@ -710,9 +731,9 @@ rlx_status rlx_finish_softmax_part(
       converted[i] = reinterpret_cast<const rlx::SoftmaxPartStats*>(parts[i]);
     }
     rlx::finish_softmax_part(
-        *view, *spec, ToKeys(keys),
+        view, spec, ToKeys(keys),
         std::span<const rlx::SoftmaxPartStats* const>(converted, n_parts), part,
-        *opts, ToRows(rows, view->shape));
+        opts, ToRows(rows, view.shape));
   });
 }
 

@@ -81,6 +81,18 @@ HWY_INLINE Source ForSegment(const Source& src, const Segment& seg) {
 // (biased rows, and negative scales, a corner not worth its own pass).
 enum class MaxOf { kRaw, kTransformed };
 
+// What pass 1 takes the maximum of, for N scores x at key k of `source`.
+template <MaxOf kMaxOf, class DF, class Source>
+HWY_INLINE hn::Vec<DF> MaxValue(DF df, hn::Vec<DF> x, const Source& source,
+                                std::size_t k, const SoftmaxOptions& options) {
+  if constexpr (kMaxOf == MaxOf::kRaw) {
+    return source.Adjust(df, k, x);
+  } else {
+    return source.Adjust(df, k,
+                         Transform(df, x, options.scale, options.softcap));
+  }
+}
+
 // Pass 1: the running maximum over one segment.
 template <MaxOf kMaxOf, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
@@ -89,15 +101,10 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
   const Source src = ForSegment(row_src, seg);
-  const auto value = [&](hn::Vec<DF> x, const auto& source,
-                         std::size_t k) RLX_INLINE_LAMBDA {
-    if constexpr (kMaxOf == MaxOf::kRaw) {
-      return source.Adjust(df, k, x);
-    } else {
-      return source.Adjust(df, k,
-                           Transform(df, x, options.scale, options.softcap));
-    }
-  };
+  const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
+                         RLX_INLINE_LAMBDA {
+                           return MaxValue<kMaxOf>(df, x, source, k, options);
+                         };
   const auto at = [&](std::size_t k) RLX_INLINE_LAMBDA {
     return value(hn::LoadU(df, seg.in + k), src, seg.k0 + k);
   };

@@ -50,6 +50,14 @@ struct VectorMap {
 
 enum class VectorClass { kFull, kPartial, kNonempty, kEmpty };
 
+// The vectors a mapped pass reads through `Source`: the full ones through
+// the source without masking (NoSource), the partial ones through the row's.
+template <class Source>
+constexpr VectorClass ClassOf() {
+  return std::is_same_v<std::decay_t<Source>, NoSource> ? VectorClass::kFull
+                                                        : VectorClass::kPartial;
+}
+
 // Calls four(v0, v1, v2, v3) for the vectors of class kClass, lowest
 // first, four at a time (four accumulators), and one(v) for the up to three
 // left in each word of the map.
@@ -96,25 +104,16 @@ HWY_INLINE hn::Vec<DF> MappedMax(DF df, const Segment& seg,
                                  const SoftmaxOptions& options,
                                  hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
-  const auto value = [&](hn::Vec<DF> x, const auto& source,
-                         std::size_t k) RLX_INLINE_LAMBDA {
-    if constexpr (kMaxOf == MaxOf::kRaw) {
-      return source.Adjust(df, k, x);
-    } else {
-      return source.Adjust(df, k,
-                           Transform(df, x, options.scale, options.softcap));
-    }
-  };
+  const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
+                         RLX_INLINE_LAMBDA {
+                           return MaxValue<kMaxOf>(df, x, source, k, options);
+                         };
   auto m1 = max, m2 = max, m3 = max;
   const auto pass = [&](const auto& source) RLX_INLINE_LAMBDA {
     const auto at = [&](std::size_t v) RLX_INLINE_LAMBDA {
       return value(hn::LoadU(df, seg.in + v * N), source, seg.k0 + v * N);
     };
-    constexpr VectorClass kClass =
-        std::is_same_v<std::decay_t<decltype(source)>, NoSource>
-            ? VectorClass::kFull
-            : VectorClass::kPartial;
-    ForEachVector<kClass>(
+    ForEachVector<ClassOf<decltype(source)>()>(
         map,
         [&](std::size_t v) RLX_INLINE_LAMBDA { max = hn::Max(max, at(v)); },
         [&](std::size_t v0, std::size_t v1, std::size_t v2, std::size_t v3)
@@ -170,11 +169,7 @@ HWY_INLINE void MappedExp(DF df, const Segment& seg, const VectorMap& map,
       hn::StoreU(e, df, work + k);
       return e;
     };
-    constexpr VectorClass kClass =
-        std::is_same_v<std::decay_t<decltype(source)>, NoSource>
-            ? VectorClass::kFull
-            : VectorClass::kPartial;
-    ForEachVector<kClass>(
+    ForEachVector<ClassOf<decltype(source)>()>(
         map,
         [&](std::size_t v)
             RLX_INLINE_LAMBDA { s0 = hn::Add(s0, exp_store(v)); },

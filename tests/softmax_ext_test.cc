@@ -1108,6 +1108,31 @@ TEST_P(SoftmaxExtTest, SplitRowsHandleEmptyPartsAndNaN) {
   EXPECT_EQ(row_lse, -kInf);
 }
 
+// Random scores of `type` under `mask`: masked_softmax of the whole rows,
+// or (split) 2-3 parts finished in place, against the oracle, row_lse too.
+std::string WholeOrSplitMismatch(std::mt19937_64& rng, ScoreType type,
+                                 const Shape4& s, const MaskSpec& mask,
+                                 SoftmaxOptions options, bool split) {
+  std::vector<float> lse(s.rows()), lse_want(s.rows());
+  options.row_lse = lse.data();
+  testing::Tensor t = RandomScores(rng, type, s);
+  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView got = testing::SameViewIn(t, got_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  if (split) {
+    RunSplit(got, mask, options, RandomKeyRanges(rng, mask, s, 2 + rng() % 2),
+             RowRange::all(s));
+  } else {
+    masked_softmax(got, mask, options);
+  }
+  SoftmaxOptions ref_options = options;
+  ref_options.row_lse = lse_want.data();
+  reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
+  return testing::SoftmaxMismatch(before, got, want, mask, options, lse.data(),
+                                  lse_want.data());
+}
+
 // A paged KV cache: pages of 4 to 64 slots in shuffled order, some empty
 // (position -1), so that whole vectors of a row are empty, all kept or
 // mixed (the rows' vector map, src/softmax_vector_map-inl.h), at every
@@ -1142,27 +1167,9 @@ TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {
     SoftmaxOptions options;
     options.scale = 0.5f;
     options.zero_masked = rng() % 3 != 0;
-    std::vector<float> lse(s.rows()), lse_want(s.rows());
-    options.row_lse = lse.data();
     const ScoreType type = kTypes[it % 3];
-    testing::Tensor t = RandomScores(rng, type, s);
-    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-    const ScoreView before = testing::SameViewIn(t, before_bytes);
-    const ScoreView got = testing::SameViewIn(t, got_bytes);
-    const ScoreView want = testing::SameViewIn(t, want_bytes);
     const bool split = it % 2 == 1;
-    if (split) {
-      RunSplit(got, mask, options, RandomKeyRanges(rng, mask, s, 2 + rng() % 2),
-               RowRange::all(s));
-    } else {
-      masked_softmax(got, mask, options);
-    }
-    SoftmaxOptions ref_options = options;
-    ref_options.row_lse = lse_want.data();
-    reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
-    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                       lse.data(), lse_want.data()),
-              "")
+    ASSERT_EQ(WholeOrSplitMismatch(rng, type, s, mask, options, split), "")
         << testing::TypeName(type) << " n " << n << " page " << page
         << " valid " << valid << (split ? " split" : "") << " iteration " << it;
   }
@@ -1193,27 +1200,9 @@ TEST_P(SoftmaxExtTest, BiasMaskingRunsMatchesTheOracle) {
     options.scale = 0.5f;
     options.softcap = rng() % 4 == 0 ? 5.0f : 0.0f;
     options.zero_masked = rng() % 3 != 0;
-    std::vector<float> lse(s.rows()), lse_want(s.rows());
-    options.row_lse = lse.data();
     const ScoreType type = kTypes[it % 3];
-    testing::Tensor t = RandomScores(rng, type, s);
-    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-    const ScoreView before = testing::SameViewIn(t, before_bytes);
-    const ScoreView got = testing::SameViewIn(t, got_bytes);
-    const ScoreView want = testing::SameViewIn(t, want_bytes);
     const bool split = it % 2 == 1;
-    if (split) {
-      RunSplit(got, mask, options, RandomKeyRanges(rng, mask, s, 2 + rng() % 2),
-               RowRange::all(s));
-    } else {
-      masked_softmax(got, mask, options);
-    }
-    SoftmaxOptions ref_options = options;
-    ref_options.row_lse = lse_want.data();
-    reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
-    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                       lse.data(), lse_want.data()),
-              "")
+    ASSERT_EQ(WholeOrSplitMismatch(rng, type, s, mask, options, split), "")
         << testing::TypeName(type) << " n " << n << " block " << block
         << (split ? " split" : "") << " iteration " << it;
   }
