@@ -482,20 +482,31 @@ struct RowCode {
   SoftmaxPartStats* part;  // step 1 of a split row: its statistics, or null
 };
 
+// The row of a dense bias, from the row's offset in the dense part.
+HWY_INLINE const float* RowBias(const RowCode& code) {
+  return static_cast<const float*>(code.mask->data) + code.m;
+}
+
+// Calls f(source) with the keep bytes of a row of per-element rules, under
+// the row's bias when it has one.
+template <class F>
+HWY_INLINE void WithKeepByteSource(const RowCode& code, const F& f) {
+  if (code.rules->dense == DenseKind::kBias) {
+    f(KeptBytesSource<BiasSource>{
+        code.keep_bytes, code.origin, {RowBias(code)}});
+  } else {
+    f(KeptBytesSource<NoSource>{code.keep_bytes, code.origin, {}});
+  }
+}
+
 // Calls f(source) with the row's mask source under ALiBi, or without it:
 // the keep bytes of per-element rules, a bias, both, or nothing.
 template <class F>
 HWY_INLINE void WithRuleSource(const RowCode& code, const F& f) {
-  const bool has_bias = code.rules->dense == DenseKind::kBias;
-  const auto* bias = static_cast<const float*>(code.mask->data) + code.m;
   if (code.read_bytes) {
-    if (has_bias) {
-      f(KeptBytesSource<BiasSource>{code.keep_bytes, code.origin, {bias}});
-    } else {
-      f(KeptBytesSource<NoSource>{code.keep_bytes, code.origin, {}});
-    }
-  } else if (has_bias) {
-    f(BiasSource{bias});
+    WithKeepByteSource(code, f);
+  } else if (code.rules->dense == DenseKind::kBias) {
+    f(BiasSource{RowBias(code)});
   } else {
     f(NoSource{});
   }
@@ -509,6 +520,10 @@ void SoftmaxAlibiRow(const RowSegments& row, const RowCode& code,
                      detail::RowPrefetch& prefetch);
 void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
                              detail::RowPrefetch& prefetch);
+// The rows that read keep bytes without ALiBi
+// (src/softmax_keep_byte_rows.cc).
+void SoftmaxKeepByteRow(const RowSegments& row, const RowCode& code,
+                        detail::RowPrefetch& prefetch);
 // The rows of a dense f32 or u8 keep mask alone, read directly
 // (src/softmax_dense_rows.cc).
 void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
@@ -527,10 +542,13 @@ inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
   if (options.alibi_slopes != nullptr) {
     return SoftmaxAlibiRow(row, code, prefetch);
   }
-  WithRuleSource(code, [&](const auto& source) {
-    SoftmaxSegments(df, row, source, options, code.sink, code.lse, code.part,
-                    prefetch);
-  });
+  if (code.read_bytes) return SoftmaxKeepByteRow(row, code, prefetch);
+  if (code.rules->dense == DenseKind::kBias) {
+    return SoftmaxSegments(df, row, BiasSource{RowBias(code)}, options,
+                           code.sink, code.lse, code.part, prefetch);
+  }
+  SoftmaxSegments(df, row, NoSource{}, options, code.sink, code.lse, code.part,
+                  prefetch);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

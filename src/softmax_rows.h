@@ -2,9 +2,10 @@
 // masked_softmax over a range of rows, dispatched to the active target;
 // arguments are checked by the caller (score_kernels.cc, softmax_split.cc).
 //
-// Four units compile it (docs/PERFORMANCE.md, "Build cost"):
-// src/softmax_rows.cc (the row loop, and the rows of rules and biases),
-// src/softmax_dense_rows.cc (dense keep masks alone),
+// Five units compile it (docs/PERFORMANCE.md, "Build cost"):
+// src/softmax_rows.cc (the row loop, plain rows and the rows of a bias),
+// src/softmax_keep_byte_rows.cc (per-element rules' keep bytes, with or
+// without a bias), src/softmax_dense_rows.cc (dense keep masks alone),
 // src/softmax_alibi_rows.cc and src/softmax_alibi_explicit_rows.cc (ALiBi
 // over implicit and explicit key positions). Every row type runs the same
 // f32 passes (src/softmax_row-inl.h), so the row type is a runtime choice
