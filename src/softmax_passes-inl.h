@@ -14,6 +14,8 @@
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -93,13 +95,52 @@ HWY_INLINE hn::Vec<DF> MaxValue(DF df, hn::Vec<DF> x, const Source& source,
   }
 }
 
-// Pass 1: the running maximum over one segment.
+// Sources whose pass 1 also finds each segment's masked tail: the keys
+// after the last one whose value is not -inf. A materialised bias masks
+// keys (-inf) that only reading it reveals, and pass 1 reads all of it
+// anyway; passes 2 and 3 then stop at the tail, which is stored as 0 (the
+// exps it would have given: exactly 0 for -inf), so a causal bias's rows
+// skip the exps of their masked half.
+template <class Source>
+constexpr bool kFindsMaskedTail = std::is_same_v<Source, BiasSource>;
+
+// Whether every lane of the vectors is -inf. By their bits, so that a NaN
+// lane counts as not -inf (a kept NaN must reach pass 2); one branch per
+// group of vectors, taken the same way but once per row.
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BitsOffNegInf(DF df, V v) {
+  const hn::RebindToUnsigned<DF> du;
+  return hn::Xor(
+      hn::BitCast(du, v),
+      hn::BitCast(du, hn::Set(df, -std::numeric_limits<float>::infinity())));
+}
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE bool AllNegInf(DF df, V v) {
+  const hn::RebindToUnsigned<DF> du;
+  return hn::AllTrue(du, hn::Eq(BitsOffNegInf(df, v), hn::Zero(du)));
+}
+template <class DF, class V = hn::Vec<DF>>
+HWY_INLINE bool AllNegInf(DF df, V v0, V v1, V v2, V v3) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto differ =
+      hn::Or(hn::Or(BitsOffNegInf(df, v0), BitsOffNegInf(df, v1)),
+             hn::Or(BitsOffNegInf(df, v2), BitsOffNegInf(df, v3)));
+  return hn::AllTrue(du, hn::Eq(differ, hn::Zero(du)));
+}
+
+// Pass 1: the running maximum over one segment. Sources that find masked
+// tails (kFindsMaskedTail) store in *tail_begin the key after the last
+// vector, from the segment's start, that holds a value other than -inf
+// (0: every value is -inf).
 template <MaxOf kMaxOf, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                                   const Source& row_src,
                                   const SoftmaxOptions& options,
-                                  hn::Vec<DF> max) {
+                                  hn::Vec<DF> max,
+                                  std::size_t* tail_begin = nullptr) {
+  constexpr bool kTail = kFindsMaskedTail<Source>;
   const std::size_t N = hn::Lanes(df);
+  [[maybe_unused]] std::size_t tail = 0;  // keys [tail, k) seen are -inf
   const Source src = ForSegment(row_src, seg);
   const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                          RLX_INLINE_LAMBDA {
@@ -114,8 +155,12 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
     const auto v = value(LoadRowTail<ScoreType::kF32>(df, seg.in + k, count),
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
-    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
-                                      hn::Set(df, hn::GetLane(max))));
+    const auto first = hn::FirstN(df, count);
+    max = hn::Max(max, hn::IfThenElse(first, v, hn::Set(df, hn::GetLane(max))));
+    if constexpr (kTail) {
+      const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
+      if (!AllNegInf(df, hn::IfThenElse(first, v, neg_inf))) tail = k + count;
+    }
   };
   std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
   if (k != 0) partial(0, k);
@@ -127,20 +172,37 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     auto m0 = max, m1 = max, m2 = max, m3 = max;
     auto m4 = max, m5 = max, m6 = max, m7 = max;
     for (; k + 8 * N <= seg.n; k += 8 * N) {
-      m0 = hn::Max(m0, at(k));
-      m1 = hn::Max(m1, at(k + N));
-      m2 = hn::Max(m2, at(k + 2 * N));
-      m3 = hn::Max(m3, at(k + 3 * N));
-      m4 = hn::Max(m4, at(k + 4 * N));
-      m5 = hn::Max(m5, at(k + 5 * N));
-      m6 = hn::Max(m6, at(k + 6 * N));
-      m7 = hn::Max(m7, at(k + 7 * N));
+      const auto v0 = at(k), v1 = at(k + N), v2 = at(k + 2 * N);
+      const auto v3 = at(k + 3 * N), v4 = at(k + 4 * N), v5 = at(k + 5 * N);
+      const auto v6 = at(k + 6 * N), v7 = at(k + 7 * N);
+      m0 = hn::Max(m0, v0);
+      m1 = hn::Max(m1, v1);
+      m2 = hn::Max(m2, v2);
+      m3 = hn::Max(m3, v3);
+      m4 = hn::Max(m4, v4);
+      m5 = hn::Max(m5, v5);
+      m6 = hn::Max(m6, v6);
+      m7 = hn::Max(m7, v7);
+      if constexpr (kTail) {
+        // Half a step at a time: a causal row's tail starts anywhere.
+        if (!AllNegInf(df, v0, v1, v2, v3)) tail = k + 4 * N;
+        if (!AllNegInf(df, v4, v5, v6, v7)) tail = k + 8 * N;
+      }
     }
     max = hn::Max(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)),
                   hn::Max(hn::Max(m4, m5), hn::Max(m6, m7)));
   }
-  for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
+  for (; k + N <= seg.n; k += N) {
+    const auto v = at(k);
+    max = hn::Max(max, v);
+    if constexpr (kTail) {
+      if (!AllNegInf(df, v)) tail = k + N;
+    }
+  }
   if (k < seg.n) partial(k, seg.n - k);
+  if constexpr (kTail) {
+    if (tail_begin != nullptr) *tail_begin = tail;
+  }
   return max;
 }
 

@@ -24,6 +24,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -174,6 +175,15 @@ struct RowSegments {
     }
   }
 
+  // Stores 0 on keys [begin, end) of segment j (0 has the same bits in
+  // every row type).
+  void StoreZeros(std::size_t j, std::size_t begin, std::size_t end) const {
+    if (begin >= end) return;
+    const std::size_t size = type == ScoreType::kF32 ? sizeof(float) : 2;
+    std::memset(static_cast<char*>(outs[j]) + begin * size, 0,
+                (end - begin) * size);
+  }
+
   // Pass 3 of a mapped row's segment: as Store, the empty vectors zero.
   template <class DF>
   HWY_NOINLINE void StoreMapped(DF df, const Segment& seg, void* out,
@@ -235,10 +245,11 @@ HWY_NOINLINE bool AnyKept(DF df, const RowSegments& row,
 
 // The maximum of the row's transformed kept scores: pass 1 over every
 // segment, then the scale and softcap applied to the maximum alone where
-// that is exact (see MaxOf).
+// that is exact (see MaxOf). Sources that find masked tails
+// (kFindsMaskedTail) store each segment's in tails[j].
 template <class DF, class Source>
 HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
-                        const SoftmaxOptions& options) {
+                        const SoftmaxOptions& options, std::size_t* tails) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool raw = !Source::kAdditive && options.scale >= 0.0f;
   float m;
@@ -246,6 +257,7 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
     m = row.raw_max;  // taken by the conversion of a 16-bit row
   } else {
     auto max = hn::Set(df, kNegInf);
+    std::size_t j = 0;  // the segment (sources with tails are not tiled)
     row.ForEach(row_src, [&](const Segment& seg, void*,
                              const Source& src) RLX_INLINE_LAMBDA {
       if constexpr (kMapped<Source>) {
@@ -257,8 +269,10 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
           return;
         }
       }
-      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
-                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
+      std::size_t* tail = kFindsMaskedTail<Source> ? tails + j++ : nullptr;
+      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max, tail)
+                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max,
+                                                  tail);
     });
     m = MaxOfLanesExact(df, max);
   }
@@ -391,7 +405,8 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  const float row_max = RowMax(df, row, src, options);
+  std::size_t tails[KeptKeys::kMaxIntervals + 1];
+  const float row_max = RowMax(df, row, src, options, tails);
   if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
@@ -413,11 +428,23 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   }
   const float max = std::max(row_max, sink);
   const bool plain = !kBias && PlainArgument(max, options);
+  // Passes 2 and 3 run over `live`: without their masked tails, stored as 0
+  // here, for sources that find them.
+  RowSegments live = row;
+  Segment heads[KeptKeys::kMaxIntervals + 1];
+  if constexpr (kFindsMaskedTail<Source>) {
+    for (std::size_t j = 0; j < row.count; ++j) {
+      heads[j] = row.segs[j];
+      heads[j].n = tails[j];
+      row.StoreZeros(j, tails[j], row.segs[j].n);
+    }
+    live.segs = heads;
+  }
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
-  row.ForEach(src, [&](const Segment& seg, void*,
-                       const Source& seg_src) RLX_INLINE_LAMBDA {
+  live.ForEach(src, [&](const Segment& seg, void*,
+                        const Source& seg_src) RLX_INLINE_LAMBDA {
     if constexpr (kMapped<Source>) {
       if (row.map != nullptr) {
         return plain ? MappedExp<true>(df, seg, *row.map, seg_src, options, max,
@@ -455,7 +482,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     return;
   }
   // Pass 3 normalises the stored values (16-bit rows: into the row type).
-  row.ForEach(
+  live.ForEach(
       src, [&](const Segment& seg, void* out, const Source&) RLX_INLINE_LAMBDA {
         if constexpr (kMapped<Source>) {
           if (row.map != nullptr) return row.StoreMapped(df, seg, out, inv_sum);

@@ -1178,21 +1178,36 @@ TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {
 // A bias that masks whole runs of keys (a causal mask given as a bias, and
 // random -inf blocks), so that whole vectors are masked, kept or mixed:
 // every type, length and alignment, whole rows, kept-only writes and split
-// parts against the oracle.
+// parts against the oracle. Half the rows end in a -inf tail of any length
+// (the masked tails that pass 1 finds, kFindsMaskedTail), some with one
+// key in it unmasked or NaN, which the tail must not swallow.
 TEST_P(SoftmaxExtTest, BiasMaskingRunsMatchesTheOracle) {
   std::mt19937_64 rng(512);
-  const int iterations = testing::ScaledIterations(60);
+  const int iterations = testing::ScaledIterations(80);
   for (int it = 0; it < iterations; ++it) {
     const std::size_t n = 1 + rng() % (it % 5 == 0 ? 5000 : 700);
     const Shape4 s{1, 1 + rng() % 2, 1 + rng() % 4, n};
     std::vector<float> bias(s.rows() * n);
     const std::size_t block = std::size_t{1} << (rng() % 7);
     for (std::size_t r = 0; r < s.rows(); ++r) {
-      const std::size_t q = r % s.q_len, diagonal = n - s.q_len + q;
+      const std::size_t q = r % s.q_len;
+      const std::size_t diagonal =
+          rng() % 2 == 0 ? n - s.q_len + q : rng() % (n + 1);
+      const bool blocks = rng() % 2 == 0;
       for (std::size_t k = 0; k < n; ++k) {
-        const bool masked = k > diagonal || (k / block) % 3 == 1;
+        const bool masked = k > diagonal || (blocks && (k / block) % 3 == 1);
         bias[r * n + k] =
             masked ? -kInf : static_cast<float>(rng() % 9) * 0.25f - 1.0f;
+      }
+      switch (rng() % 8) {
+        case 0:  // one key kept anywhere, in the tail most often
+          bias[r * n + rng() % n] = 0.5f;
+          break;
+        case 1:  // one NaN: the row is NaN
+          bias[r * n + rng() % n] = std::nanf("");
+          break;
+        default:
+          break;
       }
     }
     const MaskSpec mask = MaskSpec::bias(bias.data(), s);
