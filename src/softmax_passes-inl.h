@@ -11,6 +11,7 @@
 #define RLX_SRC_SOFTMAX_PASSES_INL_H_
 #endif
 
+#include <algorithm>
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
@@ -95,14 +96,21 @@ HWY_INLINE hn::Vec<DF> MaxValue(DF df, hn::Vec<DF> x, const Source& source,
   }
 }
 
-// Sources whose pass 1 also finds each segment's masked tail: the keys
-// after the last one whose value is not -inf. A materialised bias masks
-// keys (-inf) that only reading it reveals, and pass 1 reads all of it
-// anyway; passes 2 and 3 then stop at the tail, which is stored as 0 (the
-// exps it would have given: exactly 0 for -inf), so a causal bias's rows
-// skip the exps of their masked half.
+// Sources whose pass 1 also finds each segment's masked head and tail: the
+// keys before the first and after the last one whose value is not -inf. A
+// materialised bias masks keys (-inf) that only reading it reveals, and
+// pass 1 reads all of it anyway; passes 2 and 3 then run between them, and
+// the head and tail are stored as 0 (the exps they would have given:
+// exactly 0 for -inf), so a causal bias's rows skip the exps of their
+// masked half, and left-padded rows those of their padding.
 template <class Source>
-constexpr bool kFindsMaskedTail = std::is_same_v<Source, BiasSource>;
+constexpr bool kFindsMaskedEnds = std::is_same_v<Source, BiasSource>;
+
+// The keys [begin, end) of a segment outside which every value is -inf
+// (begin >= end: every value is).
+struct LiveKeys {
+  std::size_t begin, end;
+};
 
 // Whether every lane of the vectors is -inf. By their bits, so that a NaN
 // lane counts as not -inf (a kept NaN must reach pass 2); one branch per
@@ -129,18 +137,26 @@ HWY_INLINE bool AllNegInf(DF df, V v0, V v1, V v2, V v3) {
 }
 
 // Pass 1: the running maximum over one segment. Sources that find masked
-// tails (kFindsMaskedTail) store in *tail_begin the key after the last
-// vector, from the segment's start, that holds a value other than -inf
-// (0: every value is -inf).
+// ends (kFindsMaskedEnds) store in *live the keys from the first group of
+// vectors (four, one, or a partial head or tail) that holds a value other
+// than -inf to the end of the last such group.
 template <MaxOf kMaxOf, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                                   const Source& row_src,
                                   const SoftmaxOptions& options,
-                                  hn::Vec<DF> max,
-                                  std::size_t* tail_begin = nullptr) {
-  constexpr bool kTail = kFindsMaskedTail<Source>;
+                                  hn::Vec<DF> max, LiveKeys* live = nullptr) {
+  constexpr bool kEnds = kFindsMaskedEnds<Source>;
   const std::size_t N = hn::Lanes(df);
-  [[maybe_unused]] std::size_t tail = 0;  // keys [tail, k) seen are -inf
+  // Groups come in key order: the first live one sets the begin (a cmov,
+  // not a branch of its own), the last the end.
+  [[maybe_unused]] LiveKeys seen{seg.n, 0};
+  const auto note = [&](bool all_neg_inf, std::size_t begin, std::size_t end)
+                        RLX_INLINE_LAMBDA {
+                          if (!all_neg_inf) {
+                            seen.begin = std::min(seen.begin, begin);
+                            seen.end = end;
+                          }
+                        };
   const Source src = ForSegment(row_src, seg);
   const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                          RLX_INLINE_LAMBDA {
@@ -157,9 +173,9 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
     const auto first = hn::FirstN(df, count);
     max = hn::Max(max, hn::IfThenElse(first, v, hn::Set(df, hn::GetLane(max))));
-    if constexpr (kTail) {
+    if constexpr (kEnds) {
       const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-      if (!AllNegInf(df, hn::IfThenElse(first, v, neg_inf))) tail = k + count;
+      note(AllNegInf(df, hn::IfThenElse(first, v, neg_inf)), k, k + count);
     }
   };
   std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
@@ -183,10 +199,9 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
       m5 = hn::Max(m5, v5);
       m6 = hn::Max(m6, v6);
       m7 = hn::Max(m7, v7);
-      if constexpr (kTail) {
-        // Half a step at a time: a causal row's tail starts anywhere.
-        if (!AllNegInf(df, v0, v1, v2, v3)) tail = k + 4 * N;
-        if (!AllNegInf(df, v4, v5, v6, v7)) tail = k + 8 * N;
+      if constexpr (kEnds) {  // half a step at a time
+        note(AllNegInf(df, v0, v1, v2, v3), k, k + 4 * N);
+        note(AllNegInf(df, v4, v5, v6, v7), k + 4 * N, k + 8 * N);
       }
     }
     max = hn::Max(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)),
@@ -195,13 +210,11 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
   for (; k + N <= seg.n; k += N) {
     const auto v = at(k);
     max = hn::Max(max, v);
-    if constexpr (kTail) {
-      if (!AllNegInf(df, v)) tail = k + N;
-    }
+    if constexpr (kEnds) note(AllNegInf(df, v), k, k + N);
   }
   if (k < seg.n) partial(k, seg.n - k);
-  if constexpr (kTail) {
-    if (tail_begin != nullptr) *tail_begin = tail;
+  if constexpr (kEnds) {
+    if (live != nullptr) *live = seen;
   }
   return max;
 }

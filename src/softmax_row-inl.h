@@ -175,13 +175,19 @@ struct RowSegments {
     }
   }
 
+  // Key `k` of segment j in the output row.
+  void* OutAt(std::size_t j, std::size_t k) const {
+    const std::size_t size = type == ScoreType::kF32 ? sizeof(float) : 2;
+    return static_cast<char*>(outs[j]) + k * size;
+  }
+
   // Stores 0 on keys [begin, end) of segment j (0 has the same bits in
   // every row type).
   void StoreZeros(std::size_t j, std::size_t begin, std::size_t end) const {
     if (begin >= end) return;
-    const std::size_t size = type == ScoreType::kF32 ? sizeof(float) : 2;
-    std::memset(static_cast<char*>(outs[j]) + begin * size, 0,
-                (end - begin) * size);
+    std::memset(OutAt(j, begin), 0,
+                static_cast<char*>(OutAt(j, end)) -
+                    static_cast<char*>(OutAt(j, begin)));
   }
 
   // Pass 3 of a mapped row's segment: as Store, the empty vectors zero.
@@ -245,11 +251,11 @@ HWY_NOINLINE bool AnyKept(DF df, const RowSegments& row,
 
 // The maximum of the row's transformed kept scores: pass 1 over every
 // segment, then the scale and softcap applied to the maximum alone where
-// that is exact (see MaxOf). Sources that find masked tails
-// (kFindsMaskedTail) store each segment's in tails[j].
+// that is exact (see MaxOf). Sources that find masked ends
+// (kFindsMaskedEnds) store segment j's live keys in live[j].
 template <class DF, class Source>
 HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
-                        const SoftmaxOptions& options, std::size_t* tails) {
+                        const SoftmaxOptions& options, LiveKeys* live) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool raw = !Source::kAdditive && options.scale >= 0.0f;
   float m;
@@ -257,7 +263,7 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
     m = row.raw_max;  // taken by the conversion of a 16-bit row
   } else {
     auto max = hn::Set(df, kNegInf);
-    std::size_t j = 0;  // the segment (sources with tails are not tiled)
+    std::size_t j = 0;  // the segment (sources with ends are not tiled)
     row.ForEach(row_src, [&](const Segment& seg, void*,
                              const Source& src) RLX_INLINE_LAMBDA {
       if constexpr (kMapped<Source>) {
@@ -269,10 +275,10 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
           return;
         }
       }
-      std::size_t* tail = kFindsMaskedTail<Source> ? tails + j++ : nullptr;
-      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max, tail)
+      LiveKeys* ends = kFindsMaskedEnds<Source> ? live + j++ : nullptr;
+      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max, ends)
                 : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max,
-                                                  tail);
+                                                  ends);
     });
     m = MaxOfLanesExact(df, max);
   }
@@ -405,8 +411,8 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  std::size_t tails[KeptKeys::kMaxIntervals + 1];
-  const float row_max = RowMax(df, row, src, options, tails);
+  LiveKeys live_keys[KeptKeys::kMaxIntervals + 1];
+  const float row_max = RowMax(df, row, src, options, live_keys);
   if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
@@ -428,17 +434,24 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   }
   const float max = std::max(row_max, sink);
   const bool plain = !kBias && PlainArgument(max, options);
-  // Passes 2 and 3 run over `live`: without their masked tails, stored as 0
-  // here, for sources that find them.
+  // Passes 2 and 3 run over `live`: for sources that find masked ends,
+  // each segment's live keys, the ends stored as 0 here.
   RowSegments live = row;
-  Segment heads[KeptKeys::kMaxIntervals + 1];
-  if constexpr (kFindsMaskedTail<Source>) {
+  Segment live_segs[KeptKeys::kMaxIntervals + 1];
+  void* live_outs[KeptKeys::kMaxIntervals + 1];
+  if constexpr (kFindsMaskedEnds<Source>) {
     for (std::size_t j = 0; j < row.count; ++j) {
-      heads[j] = row.segs[j];
-      heads[j].n = tails[j];
-      row.StoreZeros(j, tails[j], row.segs[j].n);
+      const Segment& seg = row.segs[j];
+      const std::size_t end = live_keys[j].end;
+      const std::size_t begin = std::min(live_keys[j].begin, end);
+      live_segs[j] = {seg.in + begin, seg.work + begin, seg.k0 + begin,
+                      end - begin, seg.shift};
+      live_outs[j] = row.OutAt(j, begin);
+      row.StoreZeros(j, 0, begin);
+      row.StoreZeros(j, end, seg.n);
     }
-    live.segs = heads;
+    live.segs = live_segs;
+    live.outs = live_outs;
   }
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;

@@ -1179,8 +1179,9 @@ TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {
 // random -inf blocks), so that whole vectors are masked, kept or mixed:
 // every type, length and alignment, whole rows, kept-only writes and split
 // parts against the oracle. Half the rows end in a -inf tail of any length
-// (the masked tails that pass 1 finds, kFindsMaskedTail), some with one
-// key in it unmasked or NaN, which the tail must not swallow.
+// and a third start with one (left padding): the masked ends that pass 1
+// finds (kFindsMaskedEnds). Some rows have one key in them unmasked or NaN,
+// which the ends must not swallow.
 TEST_P(SoftmaxExtTest, BiasMaskingRunsMatchesTheOracle) {
   std::mt19937_64 rng(512);
   const int iterations = testing::ScaledIterations(80);
@@ -1194,8 +1195,10 @@ TEST_P(SoftmaxExtTest, BiasMaskingRunsMatchesTheOracle) {
       const std::size_t diagonal =
           rng() % 2 == 0 ? n - s.q_len + q : rng() % (n + 1);
       const bool blocks = rng() % 2 == 0;
+      const std::size_t padding = rng() % 3 == 0 ? rng() % (n + 1) : 0;
       for (std::size_t k = 0; k < n; ++k) {
-        const bool masked = k > diagonal || (blocks && (k / block) % 3 == 1);
+        const bool masked =
+            k > diagonal || k < padding || (blocks && (k / block) % 3 == 1);
         bias[r * n + k] =
             masked ? -kInf : static_cast<float>(rng() % 9) * 0.25f - 1.0f;
       }
