@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The softmax of plain rows: rows that read no mask source (every key of
-// their kept intervals is kept; no bias, softcap or ALiBi) and take the
-// plain exp argument. Decode heads, causal and sliding-window rows.
+// their kept intervals is kept; no bias or softcap) and take the plain exp
+// argument. Decode heads, causal and sliding-window rows. With ALiBi over
+// implicit key positions (kAlibi) they take its term, and the general exp
+// argument, exactly as AlibiSource<NoSource, ImplicitKeyDistance> does on
+// the general path.
 // Consecutive rows run as a batch, pass by pass: every row's maximum, then
 // every row's exps, then every row's normalisation. A row's passes are
 // chains (the horizontal maximum feeds its exps, the sum's reduction and
@@ -57,6 +60,24 @@ constexpr std::size_t kPlainBatchKeys = 4096;
 // (-inf: none), its row_lse entry (or null), the row itself (key 0, in its
 // type) and its kept intervals there; 16-bit rows carry their raw maximum,
 // taken as they were converted.
+//
+// ALiBi rows carry their term: the first key of kept interval j is at the
+// signed distance first[j] = p_q - shift - key from the query (the Decode
+// token's slot sits at position past: its own shift), and each next key one
+// less; the term is neg_slope |distance|. The distances are exact integers
+// in f32 (a row whose distances reach 2^24 is not plain), so stepping a
+// vector of them by N per vector gives exactly the f32 distances
+// ImplicitKeyDistance computes per vector on the general path: the same
+// results, at one subtraction per vector.
+struct PlainAlibi {
+  float neg_slope;
+  float first[KeptKeys::kMaxIntervals];
+};
+
+// Below this magnitude every distance is an exact f32 integer (and so is
+// every step of one), less a vector's lanes of margin.
+constexpr double kExactDistance = 0x1p24 - 1024;
+
 struct PlainRow {
   KeptKeys kept;
   const float* in;
@@ -66,6 +87,36 @@ struct PlainRow {
   void* row;
   KeptKeys row_kept;
   float raw_max;
+  PlainAlibi alibi;  // kAlibi rows only
+};
+
+// The ALiBi term of a plain pass: Distances(j) is the vector of interval j's
+// first N signed distances; Next(d, i) those i vectors further on.
+template <bool kAlibi, class DF>
+struct PlainTerm {
+  using V = hn::Vec<DF>;
+  const PlainRow& row;
+  V slope_v, scale_v;
+  PlainTerm(DF df, const PlainRow& r, float scale)
+      : row(r),
+        slope_v(hn::Set(df, kAlibi ? r.alibi.neg_slope : 0.0f)),
+        scale_v(hn::Set(df, scale)) {}
+  HWY_INLINE V Distances(DF df, std::size_t j) const {
+    return hn::Sub(hn::Set(df, kAlibi ? row.alibi.first[j] : 0.0f),
+                   hn::Iota(df, 0));
+  }
+  static HWY_INLINE V Next(DF df, V d, std::size_t vectors) {
+    return hn::Sub(d, hn::Set(df, static_cast<float>(vectors * hn::Lanes(df))));
+  }
+  // x scale plus the term of distances d (kAlibi), or x itself.
+  HWY_INLINE V Transformed(V x, V d) const {
+    if constexpr (kAlibi) {
+      return hn::MulAdd(hn::Abs(d), slope_v, hn::Mul(x, scale_v));
+    } else {
+      (void)d;
+      return x;
+    }
+  }
 };
 
 // The passes below are those of src/softmax_passes-inl.h (SegmentMax,
@@ -76,79 +127,106 @@ struct PlainRow {
 // runs), the cost of their eight max accumulators, per-step prefetch and
 // partial-vector paths on rows of a few vectors.
 //
-// Pass 1: the raw maximum of the kept keys, four accumulators.
-template <class DF>
-HWY_INLINE float PlainRowMax(DF df, const KeptKeys& kept,
-                             const float* HWY_RESTRICT in) {
+// Pass 1: the raw maximum of the kept keys, four accumulators. kAlibi: the
+// maximum of the transformed scores, x scale plus the ALiBi term.
+template <bool kAlibi, class DF>
+HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   using V = hn::Vec<DF>;
   const std::size_t N = hn::Lanes(df);
+  const KeptKeys& kept = row.kept;
+  const float* HWY_RESTRICT in = row.in;
+  const PlainTerm<kAlibi, DF> term(df, row, scale);
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   for (std::size_t j = 0; j < kept.count; ++j) {
+    const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
+      return term.Transformed(hn::LoadU(df, in + k), d);
+    };
+    V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
     std::size_t k = kept.intervals[j].begin;
-    for (; k + 4 * N <= end; k += 4 * N) {
-      m0 = hn::Max(m0, hn::LoadU(df, in + k));
-      m1 = hn::Max(m1, hn::LoadU(df, in + k + N));
-      m2 = hn::Max(m2, hn::LoadU(df, in + k + 2 * N));
-      m3 = hn::Max(m3, hn::LoadU(df, in + k + 3 * N));
+    for (; k + 4 * N <= end; k += 4 * N, d = term.Next(df, d, 4)) {
+      m0 = hn::Max(m0, at(k, d));
+      m1 = hn::Max(m1, at(k + N, term.Next(df, d, 1)));
+      m2 = hn::Max(m2, at(k + 2 * N, term.Next(df, d, 2)));
+      m3 = hn::Max(m3, at(k + 3 * N, term.Next(df, d, 3)));
     }
-    for (; k + N <= end; k += N) m0 = hn::Max(m0, hn::LoadU(df, in + k));
+    for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
+      m0 = hn::Max(m0, at(k, d));
+    }
     if (k < end) {
       const std::size_t count = end - k;
-      m1 = hn::Max(
-          m1, hn::IfThenElse(hn::FirstN(df, count),
-                             LoadRowTail<ScoreType::kF32>(df, in + k, count),
-                             neg_inf));
+      m1 = hn::Max(m1,
+                   hn::IfThenElse(
+                       hn::FirstN(df, count),
+                       term.Transformed(
+                           LoadRowTail<ScoreType::kF32>(df, in + k, count), d),
+                       neg_inf));
     }
   }
   return MaxOfLanesExact(df, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)));
 }
 
 // Pass 2: out = exp(in scale - max) on the kept keys (the plain argument:
-// one FMA), returning their sum. The sums are SegmentExp's: four f32 sums
-// of kBlock steps of four vectors, widened into f64, so the error bound of
-// docs/KERNELS.md holds unchanged.
-template <class DF>
-HWY_INLINE double PlainRowExp(DF df, const KeptKeys& kept, const float* in,
-                              float* out, float scale, float max,
-                              detail::RowPrefetch* prefetch) {
+// one FMA), returning their sum; kAlibi: exp((t - max) log2 e) with t the
+// transformed score, SegmentExp's general argument. The sums are
+// SegmentExp's: four f32 sums of kBlock steps of four vectors, widened into
+// f64, so the error bound of docs/KERNELS.md holds unchanged.
+template <bool kAlibi, class DF>
+HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
+                              float max, detail::RowPrefetch* prefetch) {
   using V = hn::Vec<DF>;
   const WideTag<DF> dd;
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
-  const V log2e = hn::Set(df, static_cast<float>(scale * kLog2e));
+  const KeptKeys& kept = row.kept;
+  const float* in = row.in;
+  float* out = row.out;
+  const PlainTerm<kAlibi, DF> term(df, row, scale);
+  const V log2e =
+      hn::Set(df, static_cast<float>(kAlibi ? kLog2e : scale * kLog2e));
   const V bias = hn::Set(df, NegMaxLog2e(max));
-  auto lo = hn::Zero(dd), hi = lo;
-  const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
-    const V e = SoftmaxExp2(df, hn::MulAdd(hn::LoadU(df, in + k), log2e, bias));
+  const V max_v = hn::Set(df, max);
+  const auto exp_of = [&](V x, V d) RLX_INLINE_LAMBDA {
+    if constexpr (kAlibi) {
+      return SoftmaxExp2(
+          df, hn::Mul(hn::Sub(term.Transformed(x, d), max_v), log2e));
+    } else {
+      (void)d;
+      return SoftmaxExp2(df, hn::MulAdd(x, log2e, bias));
+    }
+  };
+  const auto exp_store = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
+    const V e = exp_of(hn::LoadU(df, in + k), d);
     hn::StoreU(e, df, out + k);
     return e;
   };
+  auto lo = hn::Zero(dd), hi = lo;
   for (std::size_t j = 0; j < kept.count; ++j) {
+    V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
     std::size_t k = kept.intervals[j].begin;
     while (k + 4 * N <= end) {
       V s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
       for (std::size_t step = 0; step < kBlock && k + 4 * N <= end;
-           ++step, k += 4 * N) {
-        s0 = hn::Add(s0, exp_store(k));
-        s1 = hn::Add(s1, exp_store(k + N));
-        s2 = hn::Add(s2, exp_store(k + 2 * N));
-        s3 = hn::Add(s3, exp_store(k + 3 * N));
+           ++step, k += 4 * N, d = term.Next(df, d, 4)) {
+        s0 = hn::Add(s0, exp_store(k, d));
+        s1 = hn::Add(s1, exp_store(k + N, term.Next(df, d, 1)));
+        s2 = hn::Add(s2, exp_store(k + 2 * N, term.Next(df, d, 2)));
+        s3 = hn::Add(s3, exp_store(k + 3 * N, term.Next(df, d, 3)));
         if (prefetch != nullptr) prefetch->Step();
       }
       AddWide(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), lo, hi);
     }
     V rest = hn::Zero(df);
-    for (; k + N <= end; k += N) rest = hn::Add(rest, exp_store(k));
+    for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
+      rest = hn::Add(rest, exp_store(k, d));
+    }
     if (k < end) {
       const std::size_t count = end - k;
       const V e = hn::IfThenElseZero(
           hn::FirstN(df, count),
-          SoftmaxExp2(
-              df, hn::MulAdd(LoadRowTail<ScoreType::kF32>(df, in + k, count),
-                             log2e, bias)));
+          exp_of(LoadRowTail<ScoreType::kF32>(df, in + k, count), d));
       StoreRowTail<ScoreType::kF32>(df, e, out + k, count);
       rest = hn::Add(rest, e);
     }
@@ -193,39 +271,40 @@ HWY_INLINE void PlainRowNormalize(DF df, const KeptKeys& kept, float* out,
 // (or null) steps once per exp step. Returns a bit per row that it did not
 // take: rows whose maximum is not finite, or too large for the plain argument;
 // nothing of theirs is written, and the caller runs them with the general code.
-template <ScoreType kType, class DF>
+template <ScoreType kType, bool kAlibi, class DF>
 HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
                                 const SoftmaxOptions& options,
                                 detail::RowPrefetch* prefetch) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   float max[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
-    max[g] = kType == ScoreType::kF32
-                 ? PlainRowMax(df, rows[g].kept, rows[g].in)
+    max[g] = kType == ScoreType::kF32 || kAlibi
+                 ? PlainRowMax<kAlibi>(df, rows[g], options.scale)
                  : rows[g].raw_max;
   }
   unsigned general = 0;
   for (std::size_t g = 0; g < count; ++g) {
     // As RowMax and SoftmaxSegments decide: the scale applies to the raw
-    // maximum alone (scale >= 0), and the sink joins it.
-    const float scaled = options.scale * max[g];
+    // maximum alone (scale >= 0; ALiBi's maximum is already transformed),
+    // and the sink joins it.
+    const float scaled = kAlibi ? max[g] : options.scale * max[g];
     max[g] = std::max(scaled, rows[g].sink);
-    if (!(std::fabs(scaled) < kInf) || !PlainArgument(max[g], options)) {
+    if (!(std::fabs(scaled) < kInf) ||
+        (!kAlibi && !PlainArgument(max[g], options))) {
       general |= 1u << g;
     }
   }
   double sum[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    sum[g] = PlainRowExp(df, rows[g].kept, rows[g].in, rows[g].out,
-                         options.scale, max[g], prefetch);
+    sum[g] = PlainRowExp<kAlibi>(df, rows[g], options.scale, max[g], prefetch);
   }
   // Every reciprocal before any normalisation: their divides overlap.
   float inv_sum[kPlainBatchRows];
   unsigned nan = 0;
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    if (!FinishSum(sum[g], max[g], /*plain=*/true, rows[g].sink, rows[g].lse,
+    if (!FinishSum(sum[g], max[g], /*plain=*/!kAlibi, rows[g].sink, rows[g].lse,
                    &inv_sum[g])) {
       nan |= 1u << g;
     }

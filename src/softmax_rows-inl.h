@@ -307,8 +307,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   const Shape4& shape = in.shape;
   const std::size_t n = shape.k_len;
   const detail::Rules rules = detail::RulesOf(mask);
+  // ALiBi over implicit key positions is an iota: plain rows take it.
+  const bool alibi = options.alibi_slopes != nullptr;
   if (rules.dense != DenseKind::kNone || rules.per_element ||
-      options.alibi_slopes != nullptr || options.softcap > 0.0f ||
+      (alibi && rules.explicit_keys) || options.softcap > 0.0f ||
       !(options.scale >= 0.0f)) {
     return GeneralRowsOf<kType>(in, out, mask, options, rows);
   }
@@ -373,7 +375,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       }
     }
     const unsigned general =
-        PlainRows<kType>(df, plain, batched, options, plan);
+        alibi ? PlainRows<kType, true>(df, plain, batched, options, plan)
+              : PlainRows<kType, false>(df, plain, batched, options, plan);
     // As in GeneralRowsOf: the rest of the plan, then the fill, whose
     // stores drain while the next rows load.
     if (plan != nullptr && finish_prefetch) prefetch.Finish();
@@ -403,6 +406,30 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     }
     const std::size_t keys = kept.size();
     if (kept.count == 0 || keys > kPlainRowKeys) continue;  // general
+    PlainAlibi row_alibi;
+    if (alibi) {
+      // As SoftmaxAlibiRow and GeneralRowsOf set ImplicitKeyDistance up;
+      // rows whose distances are not all exact in f32 are not plain.
+      const double p_q = static_cast<double>(
+          detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
+      row_alibi.neg_slope = -options.alibi_slopes[i.h];
+      bool exact = true;
+      for (std::size_t j = 0; j < kept.count; ++j) {
+        const KeyInterval& iv = kept.intervals[j];
+        const std::int64_t shift =
+            rules.decode && iv.begin == mask.upper
+                ? static_cast<std::int64_t>(mask.past) -
+                      static_cast<std::int64_t>(mask.upper)
+                : 0;
+        const double first =
+            p_q - static_cast<double>(shift) - static_cast<double>(iv.begin);
+        const double last = first - static_cast<double>(iv.size());
+        exact &= std::fabs(first) < kExactDistance &&
+                 std::fabs(last) < kExactDistance;
+        row_alibi.first[j] = static_cast<float>(first);
+      }
+      if (!exact) continue;  // general
+    }
     if (general_begin < r) {
       GeneralRowsOf<kType>(in, out, mask, options, {general_begin, r});
     }
@@ -440,6 +467,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       row.in = row.out = work;
       row.raw_max = MaxOfLanesExact(df, max);
     }
+    if (alibi) row.alibi = row_alibi;
     batch[batched++] = {r, i};
     batch_keys += keys;
   }

@@ -391,6 +391,48 @@ TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
   }
 }
 
+// Short ALiBi rows run in plain batches, their distances stepped per vector
+// in f32, which is exact below 2^24; rows whose distances reach it take the
+// general path. Query offsets on both sides of 2^24, a slope small enough
+// that the bound stays tight, every type: against the oracle.
+TEST_P(SoftmaxExtTest, AlibiRowsNearTheExactDistanceLimitMatchTheOracle) {
+  std::mt19937_64 rng(1 << 24);
+  for (int it = 0; it < 24; ++it) {
+    const Shape4 s{2, 2, 1 + rng() % 3, 1 + rng() % 400};
+    const std::int64_t limit = std::int64_t{1} << 24;
+    const std::int64_t offsets[] = {
+        limit - static_cast<std::int64_t>(rng() % 600),
+        static_cast<std::int64_t>(rng() % 600)};
+    const MaskSpec mask = MaskSpec::causal().with_query_offsets(offsets);
+    const float slopes[] = {0x1p-20f, 0x1p-18f};
+    SoftmaxOptions options;
+    options.alibi_slopes = slopes;
+    std::vector<float> bias(s.rows() * s.k_len);
+    for (std::size_t r = 0; r < s.rows(); ++r) {
+      const std::size_t b = r / (s.heads * s.q_len);
+      const std::size_t h = r / s.q_len % s.heads, q = r % s.q_len;
+      for (std::size_t k = 0; k < s.k_len; ++k) {
+        bias[r * s.k_len + k] = static_cast<float>(
+            reference::alibi_at(mask, s, options, b, h, q, k));
+      }
+    }
+    const MaskSpec with_bias = mask.with_bias(bias.data(), s);
+    SoftmaxOptions plain = options;
+    plain.alibi_slopes = nullptr;
+    const ScoreType type = kTypes[it % 3];
+    testing::Tensor t = RandomScores(rng, type, s);
+    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+    const ScoreView before = testing::SameViewIn(t, before_bytes);
+    const ScoreView got = testing::SameViewIn(t, got_bytes);
+    const ScoreView want = testing::SameViewIn(t, want_bytes);
+    masked_softmax(got, mask, options);
+    reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
+    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, with_bias, plain), "")
+        << testing::TypeName(type) << " " << ShapeName(s) << " offset "
+        << offsets[0] << " iteration " << it;
+  }
+}
+
 // The Decode layout: the new token at slot upper is at distance 0, so it
 // gets no ALiBi penalty; a key at slot k < past gets slope (past - k).
 TEST_P(SoftmaxExtTest, AlibiDecodeTokenIsAtDistanceZero) {
