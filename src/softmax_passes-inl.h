@@ -11,7 +11,6 @@
 #define RLX_SRC_SOFTMAX_PASSES_INL_H_
 #endif
 
-#include <algorithm>
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
@@ -96,67 +95,56 @@ HWY_INLINE hn::Vec<DF> MaxValue(DF df, hn::Vec<DF> x, const Source& source,
   }
 }
 
-// Sources whose pass 1 also finds each segment's masked head and tail: the
-// keys before the first and after the last one whose value is not -inf. A
-// materialised bias masks keys (-inf) that only reading it reveals, and
-// pass 1 reads all of it anyway; passes 2 and 3 then run between them, and
-// the head and tail are stored as 0 (the exps they would have given:
-// exactly 0 for -inf), so a causal bias's rows skip the exps of their
-// masked half, and left-padded rows those of their padding.
+// Sources whose segments' masked ends are found after pass 1: the keys
+// before the first and after the last one the source does not mask. A
+// materialised bias masks keys (-inf) that only reading it reveals; passes
+// 2 and 3 then run between the ends, which are stored as 0 (the exps they
+// would have given: exactly 0), so a causal bias's rows skip the exps of
+// their masked half, and left-padded rows those of their padding.
 template <class Source>
 constexpr bool kFindsMaskedEnds = std::is_same_v<Source, BiasSource>;
 
-// The keys [begin, end) of a segment outside which every value is -inf
-// (begin >= end: every value is).
+// The keys [begin, end) of a segment outside which the source masks every
+// key (begin == end: all of them).
 struct LiveKeys {
   std::size_t begin, end;
 };
 
-// Whether every lane of the vectors is -inf. By their bits, so that a NaN
-// lane counts as not -inf (a kept NaN must reach pass 2); one branch per
-// group of vectors, taken the same way but once per row.
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BitsOffNegInf(DF df, V v) {
-  const hn::RebindToUnsigned<DF> du;
-  return hn::Xor(
-      hn::BitCast(du, v),
-      hn::BitCast(du, hn::Set(df, -std::numeric_limits<float>::infinity())));
-}
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE bool AllNegInf(DF df, V v) {
-  const hn::RebindToUnsigned<DF> du;
-  return hn::AllTrue(du, hn::Eq(BitsOffNegInf(df, v), hn::Zero(du)));
-}
-template <class DF, class V = hn::Vec<DF>>
-HWY_INLINE bool AllNegInf(DF df, V v0, V v1, V v2, V v3) {
-  const hn::RebindToUnsigned<DF> du;
-  const auto differ =
-      hn::Or(hn::Or(BitsOffNegInf(df, v0), BitsOffNegInf(df, v1)),
-             hn::Or(BitsOffNegInf(df, v2), BitsOffNegInf(df, v3)));
-  return hn::AllTrue(du, hn::Eq(differ, hn::Zero(du)));
+// Whether the bias masks (-inf) every key of the vector at key k: their
+// transformed values are then -inf whatever the score (BiasSource::Adjust);
+// a NaN bias is not -inf.
+template <class DF>
+HWY_INLINE bool BiasMasksVector(DF df, const BiasSource& src, std::size_t k) {
+  return hn::AllTrue(
+      df, hn::Eq(hn::LoadU(df, src.bias + k),
+                 hn::Set(df, -std::numeric_limits<float>::infinity())));
 }
 
-// Pass 1: the running maximum over one segment. Sources that find masked
-// ends (kFindsMaskedEnds) store in *live the keys from the first group of
-// vectors (four, one, or a partial head or tail) that holds a value other
-// than -inf to the end of the last such group.
+// A segment's live keys, to whole vectors: scanned from both ends after
+// pass 1 (whose reads left the bias row in cache), so that rows with
+// nothing to skip pay two vector compares. Found inside pass 1 instead,
+// the test per step of its loop cost bias rows with nothing to skip 8-14%
+// (host_mask/SL, host_mask/PG).
+template <class DF>
+HWY_INLINE LiveKeys BiasLiveKeys(DF df, const Segment& seg,
+                                 const BiasSource& src) {
+  const std::size_t N = hn::Lanes(df);
+  std::size_t end = seg.n;
+  while (end >= N && BiasMasksVector(df, src, seg.k0 + end - N)) end -= N;
+  std::size_t begin = 0;
+  while (begin + N <= end && BiasMasksVector(df, src, seg.k0 + begin)) {
+    begin += N;
+  }
+  return {begin, end};
+}
+
+// Pass 1: the running maximum over one segment.
 template <MaxOf kMaxOf, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                                   const Source& row_src,
                                   const SoftmaxOptions& options,
-                                  hn::Vec<DF> max, LiveKeys* live = nullptr) {
-  constexpr bool kEnds = kFindsMaskedEnds<Source>;
+                                  hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
-  // Groups come in key order: the first live one sets the begin (a cmov,
-  // not a branch of its own), the last the end.
-  [[maybe_unused]] LiveKeys seen{seg.n, 0};
-  const auto note = [&](bool all_neg_inf, std::size_t begin, std::size_t end)
-                        RLX_INLINE_LAMBDA {
-                          if (!all_neg_inf) {
-                            seen.begin = std::min(seen.begin, begin);
-                            seen.end = end;
-                          }
-                        };
   const Source src = ForSegment(row_src, seg);
   const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                          RLX_INLINE_LAMBDA {
@@ -171,12 +159,8 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
     const auto v = value(LoadRowTail<ScoreType::kF32>(df, seg.in + k, count),
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
-    const auto first = hn::FirstN(df, count);
-    max = hn::Max(max, hn::IfThenElse(first, v, hn::Set(df, hn::GetLane(max))));
-    if constexpr (kEnds) {
-      const auto neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
-      note(AllNegInf(df, hn::IfThenElse(first, v, neg_inf)), k, k + count);
-    }
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
+                                      hn::Set(df, hn::GetLane(max))));
   };
   std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
   if (k != 0) partial(0, k);
@@ -188,34 +172,20 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     auto m0 = max, m1 = max, m2 = max, m3 = max;
     auto m4 = max, m5 = max, m6 = max, m7 = max;
     for (; k + 8 * N <= seg.n; k += 8 * N) {
-      const auto v0 = at(k), v1 = at(k + N), v2 = at(k + 2 * N);
-      const auto v3 = at(k + 3 * N), v4 = at(k + 4 * N), v5 = at(k + 5 * N);
-      const auto v6 = at(k + 6 * N), v7 = at(k + 7 * N);
-      m0 = hn::Max(m0, v0);
-      m1 = hn::Max(m1, v1);
-      m2 = hn::Max(m2, v2);
-      m3 = hn::Max(m3, v3);
-      m4 = hn::Max(m4, v4);
-      m5 = hn::Max(m5, v5);
-      m6 = hn::Max(m6, v6);
-      m7 = hn::Max(m7, v7);
-      if constexpr (kEnds) {  // half a step at a time
-        note(AllNegInf(df, v0, v1, v2, v3), k, k + 4 * N);
-        note(AllNegInf(df, v4, v5, v6, v7), k + 4 * N, k + 8 * N);
-      }
+      m0 = hn::Max(m0, at(k));
+      m1 = hn::Max(m1, at(k + N));
+      m2 = hn::Max(m2, at(k + 2 * N));
+      m3 = hn::Max(m3, at(k + 3 * N));
+      m4 = hn::Max(m4, at(k + 4 * N));
+      m5 = hn::Max(m5, at(k + 5 * N));
+      m6 = hn::Max(m6, at(k + 6 * N));
+      m7 = hn::Max(m7, at(k + 7 * N));
     }
     max = hn::Max(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)),
                   hn::Max(hn::Max(m4, m5), hn::Max(m6, m7)));
   }
-  for (; k + N <= seg.n; k += N) {
-    const auto v = at(k);
-    max = hn::Max(max, v);
-    if constexpr (kEnds) note(AllNegInf(df, v), k, k + N);
-  }
+  for (; k + N <= seg.n; k += N) max = hn::Max(max, at(k));
   if (k < seg.n) partial(k, seg.n - k);
-  if constexpr (kEnds) {
-    if (live != nullptr) *live = seen;
-  }
   return max;
 }
 

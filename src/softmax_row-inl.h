@@ -251,11 +251,10 @@ HWY_NOINLINE bool AnyKept(DF df, const RowSegments& row,
 
 // The maximum of the row's transformed kept scores: pass 1 over every
 // segment, then the scale and softcap applied to the maximum alone where
-// that is exact (see MaxOf). Sources that find masked ends
-// (kFindsMaskedEnds) store segment j's live keys in live[j].
+// that is exact (see MaxOf).
 template <class DF, class Source>
 HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
-                        const SoftmaxOptions& options, LiveKeys* live) {
+                        const SoftmaxOptions& options) {
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool raw = !Source::kAdditive && options.scale >= 0.0f;
   float m;
@@ -263,7 +262,6 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
     m = row.raw_max;  // taken by the conversion of a 16-bit row
   } else {
     auto max = hn::Set(df, kNegInf);
-    std::size_t j = 0;  // the segment (sources with ends are not tiled)
     row.ForEach(row_src, [&](const Segment& seg, void*,
                              const Source& src) RLX_INLINE_LAMBDA {
       if constexpr (kMapped<Source>) {
@@ -275,10 +273,8 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
           return;
         }
       }
-      LiveKeys* ends = kFindsMaskedEnds<Source> ? live + j++ : nullptr;
-      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max, ends)
-                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max,
-                                                  ends);
+      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
+                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
     });
     m = MaxOfLanesExact(df, max);
   }
@@ -411,8 +407,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-  LiveKeys live_keys[KeptKeys::kMaxIntervals + 1];
-  const float row_max = RowMax(df, row, src, options, live_keys);
+  const float row_max = RowMax(df, row, src, options);
   if (row_max == -kInf) {
     // Fully masked, unless Max dropped a NaN (on x86 it returns its second
     // operand when either is NaN): a kept NaN still makes a NaN row.
@@ -442,8 +437,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   if constexpr (kFindsMaskedEnds<Source>) {
     for (std::size_t j = 0; j < row.count; ++j) {
       const Segment& seg = row.segs[j];
-      const std::size_t end = live_keys[j].end;
-      const std::size_t begin = std::min(live_keys[j].begin, end);
+      const auto [begin, end] = BiasLiveKeys(df, seg, ForSegment(src, seg));
       live_segs[j] = {seg.in + begin, seg.work + begin, seg.k0 + begin,
                       end - begin, seg.shift};
       live_outs[j] = row.OutAt(j, begin);
