@@ -90,30 +90,33 @@ struct PlainRow {
   PlainAlibi alibi;  // kAlibi rows only
 };
 
-// The ALiBi term of a plain pass: Distances(j) is the vector of interval j's
-// first N signed distances; Next(d, i) those i vectors further on.
-template <bool kAlibi, class DF>
+// The ALiBi term of a plain pass: Distances(df, j) is the vector of
+// interval j's first N signed distances; Next(df, d, i) those i vectors
+// further on. Scalars only: SVE vectors cannot be class members (the
+// compiler hoists the Sets out of the loops).
+template <bool kAlibi>
 struct PlainTerm {
-  using V = hn::Vec<DF>;
   const PlainRow& row;
-  V slope_v, scale_v;
-  PlainTerm(DF df, const PlainRow& r, float scale)
-      : row(r),
-        slope_v(hn::Set(df, kAlibi ? r.alibi.neg_slope : 0.0f)),
-        scale_v(hn::Set(df, scale)) {}
-  HWY_INLINE V Distances(DF df, std::size_t j) const {
+  float scale;
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Distances(DF df, std::size_t j) const {
     return hn::Sub(hn::Set(df, kAlibi ? row.alibi.first[j] : 0.0f),
                    hn::Iota(df, 0));
   }
-  static HWY_INLINE V Next(DF df, V d, std::size_t vectors) {
+  template <class DF>
+  static HWY_INLINE hn::Vec<DF> Next(DF df, hn::Vec<DF> d,
+                                     std::size_t vectors) {
     return hn::Sub(d, hn::Set(df, static_cast<float>(vectors * hn::Lanes(df))));
   }
   // x scale plus the term of distances d (kAlibi), or x itself.
-  HWY_INLINE V Transformed(V x, V d) const {
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Transformed(DF df, hn::Vec<DF> x,
+                                     hn::Vec<DF> d) const {
     if constexpr (kAlibi) {
-      return hn::MulAdd(hn::Abs(d), slope_v, hn::Mul(x, scale_v));
+      return hn::MulAdd(hn::Abs(d), hn::Set(df, row.alibi.neg_slope),
+                        hn::Mul(x, hn::Set(df, scale)));
     } else {
-      (void)d;
+      (void)df, (void)d;
       return x;
     }
   }
@@ -135,12 +138,12 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   const std::size_t N = hn::Lanes(df);
   const KeptKeys& kept = row.kept;
   const float* HWY_RESTRICT in = row.in;
-  const PlainTerm<kAlibi, DF> term(df, row, scale);
+  const PlainTerm<kAlibi> term{row, scale};
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   for (std::size_t j = 0; j < kept.count; ++j) {
     const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-      return term.Transformed(hn::LoadU(df, in + k), d);
+      return term.Transformed(df, hn::LoadU(df, in + k), d);
     };
     V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
@@ -156,12 +159,12 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     }
     if (k < end) {
       const std::size_t count = end - k;
-      m1 = hn::Max(m1,
-                   hn::IfThenElse(
-                       hn::FirstN(df, count),
-                       term.Transformed(
-                           LoadRowTail<ScoreType::kF32>(df, in + k, count), d),
-                       neg_inf));
+      m1 = hn::Max(
+          m1, hn::IfThenElse(
+                  hn::FirstN(df, count),
+                  term.Transformed(
+                      df, LoadRowTail<ScoreType::kF32>(df, in + k, count), d),
+                  neg_inf));
     }
   }
   return MaxOfLanesExact(df, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)));
@@ -182,7 +185,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
   const KeptKeys& kept = row.kept;
   const float* in = row.in;
   float* out = row.out;
-  const PlainTerm<kAlibi, DF> term(df, row, scale);
+  const PlainTerm<kAlibi> term{row, scale};
   const V log2e =
       hn::Set(df, static_cast<float>(kAlibi ? kLog2e : scale * kLog2e));
   const V bias = hn::Set(df, NegMaxLog2e(max));
@@ -190,7 +193,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
   const auto exp_of = [&](V x, V d) RLX_INLINE_LAMBDA {
     if constexpr (kAlibi) {
       return SoftmaxExp2(
-          df, hn::Mul(hn::Sub(term.Transformed(x, d), max_v), log2e));
+          df, hn::Mul(hn::Sub(term.Transformed(df, x, d), max_v), log2e));
     } else {
       (void)d;
       return SoftmaxExp2(df, hn::MulAdd(x, log2e, bias));
