@@ -70,6 +70,17 @@ constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
 // the burst waits on miss buffers that L2 hits free soon anyway.
 constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 
+// p_k - k of the keys of kept interval iv with implicit positions (a
+// segment's shift, ALiBi's): 0, except for the Decode token, whose slot
+// upper sits at position past.
+inline std::int64_t KeyShift(const MaskSpec& mask, const detail::Rules& rules,
+                             const KeyInterval& iv) {
+  return rules.decode && iv.begin == mask.upper
+             ? static_cast<std::int64_t>(mask.past) -
+                   static_cast<std::int64_t>(mask.upper)
+             : 0;
+}
+
 // The row loop of one row type, for rows of every kind (plain rows also
 // take PlainRows, below): only the loop is compiled per row type (its
 // addressing, conversions and fill), the passes once (SoftmaxRow).
@@ -234,11 +245,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     auto raw_max = hn::Set(df, -std::numeric_limits<float>::infinity());
     for (std::size_t j = 0; j < kept.count; ++j) {
       const KeyInterval& iv = kept.intervals[j];
-      // The Decode token at slot upper sits at position past.
-      const std::int64_t shift = rules.decode && iv.begin == mask.upper
-                                     ? static_cast<std::int64_t>(mask.past) -
-                                           static_cast<std::int64_t>(mask.upper)
-                                     : 0;
+      const std::int64_t shift = KeyShift(mask, rules, iv);
       const char* first_in = s + iv.begin * elem_bytes;
       outs[count] = o + iv.begin * elem_bytes;
       if constexpr (f32) {
@@ -416,13 +423,9 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       bool exact = true;
       for (std::size_t j = 0; j < kept.count; ++j) {
         const KeyInterval& iv = kept.intervals[j];
-        const std::int64_t shift =
-            rules.decode && iv.begin == mask.upper
-                ? static_cast<std::int64_t>(mask.past) -
-                      static_cast<std::int64_t>(mask.upper)
-                : 0;
-        const double first =
-            p_q - static_cast<double>(shift) - static_cast<double>(iv.begin);
+        const double first = p_q -
+                             static_cast<double>(KeyShift(mask, rules, iv)) -
+                             static_cast<double>(iv.begin);
         const double last = first - static_cast<double>(iv.size());
         exact &= std::fabs(first) < kExactDistance &&
                  std::fabs(last) < kExactDistance;

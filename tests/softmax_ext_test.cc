@@ -346,6 +346,33 @@ TEST(AlibiSlopesTest, BadArgumentsAreNamedErrors) {
 // In-kernel ALiBi equals the oracle given -slope |p_q - p_k| as a
 // materialised bias, with every rule and the Decode layout (whose new token
 // is at distance 0).
+// Random scores of `type` under `mask` with ALiBi from `options`, against
+// the oracle given the same terms as a materialised bias,
+// -slope_h |p_q - p_k| per (b, h, q, k).
+std::string AlibiMismatch(std::mt19937_64& rng, ScoreType type, const Shape4& s,
+                          const MaskSpec& mask, const SoftmaxOptions& options) {
+  std::vector<float> bias(s.rows() * s.k_len);
+  for (std::size_t r = 0; r < s.rows(); ++r) {
+    const std::size_t b = r / (s.heads * s.q_len);
+    const std::size_t h = r / s.q_len % s.heads, q = r % s.q_len;
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      bias[r * s.k_len + k] =
+          static_cast<float>(reference::alibi_at(mask, s, options, b, h, q, k));
+    }
+  }
+  const MaskSpec with_bias = mask.with_bias(bias.data(), s);
+  SoftmaxOptions plain = options;
+  plain.alibi_slopes = nullptr;
+  testing::Tensor t = RandomScores(rng, type, s);
+  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView got = testing::SameViewIn(t, got_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  masked_softmax(got, mask, options);
+  reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
+  return testing::SoftmaxMismatch(before, got, want, with_bias, plain);
+}
+
 TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
   std::mt19937_64 rng(4242);
   const int iterations = testing::ScaledIterations(400);
@@ -362,29 +389,8 @@ TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
     SoftmaxOptions options;
     options.scale = 0.25f;
     options.alibi_slopes = slopes.data();
-    // The bias the oracle is given: -slope_h |p_q - p_k|, per (b, h, q, k).
-    std::vector<float> bias(s.batch * s.heads * s.q_len * s.k_len);
-    for (std::size_t b = 0; b < s.batch; ++b)
-      for (std::size_t h = 0; h < s.heads; ++h)
-        for (std::size_t q = 0; q < s.q_len; ++q)
-          for (std::size_t k = 0; k < s.k_len; ++k) {
-            bias[((b * s.heads + h) * s.q_len + q) * s.k_len + k] =
-                static_cast<float>(
-                    reference::alibi_at(em.mask, s, options, b, h, q, k));
-          }
-    const MaskSpec with_bias = em.mask.with_bias(bias.data(), s);
-    SoftmaxOptions plain = options;
-    plain.alibi_slopes = nullptr;
     for (ScoreType type : kTypes) {
-      testing::Tensor t = RandomScores(rng, type, s);
-      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-      const ScoreView before = testing::SameViewIn(t, before_bytes);
-      const ScoreView got = testing::SameViewIn(t, got_bytes);
-      const ScoreView want = testing::SameViewIn(t, want_bytes);
-      masked_softmax(got, em.mask, options);
-      reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
-      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, with_bias, plain),
-                "")
+      ASSERT_EQ(AlibiMismatch(rng, type, s, em.mask, options), "")
           << testing::TypeName(type) << " " << em.name << " " << ShapeName(s)
           << " iteration " << it;
     }
@@ -407,27 +413,8 @@ TEST_P(SoftmaxExtTest, AlibiRowsNearTheExactDistanceLimitMatchTheOracle) {
     const float slopes[] = {0x1p-20f, 0x1p-18f};
     SoftmaxOptions options;
     options.alibi_slopes = slopes;
-    std::vector<float> bias(s.rows() * s.k_len);
-    for (std::size_t r = 0; r < s.rows(); ++r) {
-      const std::size_t b = r / (s.heads * s.q_len);
-      const std::size_t h = r / s.q_len % s.heads, q = r % s.q_len;
-      for (std::size_t k = 0; k < s.k_len; ++k) {
-        bias[r * s.k_len + k] = static_cast<float>(
-            reference::alibi_at(mask, s, options, b, h, q, k));
-      }
-    }
-    const MaskSpec with_bias = mask.with_bias(bias.data(), s);
-    SoftmaxOptions plain = options;
-    plain.alibi_slopes = nullptr;
     const ScoreType type = kTypes[it % 3];
-    testing::Tensor t = RandomScores(rng, type, s);
-    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-    const ScoreView before = testing::SameViewIn(t, before_bytes);
-    const ScoreView got = testing::SameViewIn(t, got_bytes);
-    const ScoreView want = testing::SameViewIn(t, want_bytes);
-    masked_softmax(got, mask, options);
-    reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
-    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, with_bias, plain), "")
+    ASSERT_EQ(AlibiMismatch(rng, type, s, mask, options), "")
         << testing::TypeName(type) << " " << ShapeName(s) << " offset "
         << offsets[0] << " iteration " << it;
   }
