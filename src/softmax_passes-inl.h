@@ -95,6 +95,31 @@ HWY_INLINE hn::Vec<DF> MaxValue(DF df, hn::Vec<DF> x, const Source& source,
   }
 }
 
+// Sources that add to the score (a bias, ALiBi): pass 1 takes the maximum of
+// the whole transformed score t of every key (MaxOf::kTransformed), and
+// stores t into the segment's work on the way; pass 2 reads it back
+// (StoredScores) instead of computing it again. So pass 2 reads no bias,
+// keep byte or key position and computes no ALiBi distance or softcap a
+// second time, and is one instantiation for all such sources. An in-place
+// f32 row's work is the line pass 1 just loaded, and pass 2 overwrites it.
+template <class Source>
+constexpr bool kStoresTransformed = Source::kAdditive;
+
+// Pass 2's source for kStoresTransformed sources: the transformed scores t
+// stored in work by pass 1, -inf on masked keys.
+struct StoredScores {
+  static constexpr bool kAdditive = false;
+  static constexpr bool kMasks = false;
+  template <class DF>
+  HWY_INLINE hn::Vec<DF> Adjust(DF, std::size_t, hn::Vec<DF> t) const {
+    return t;
+  }
+  template <class DF>
+  HWY_INLINE StoredScores Tail(DF, std::size_t, std::size_t, float*) const {
+    return {};
+  }
+};
+
 // Sources whose segments' masked ends are found after pass 1: the keys
 // before the first and after the last one the source does not mask. A
 // materialised bias masks keys (-inf) that only reading it reveals; passes
@@ -138,20 +163,26 @@ HWY_INLINE LiveKeys BiasLiveKeys(DF df, const Segment& seg,
   return {begin, end};
 }
 
-// Pass 1: the running maximum over one segment.
-template <MaxOf kMaxOf, class DF, class Source>
+// Pass 1: the running maximum over one segment; kStore: the values are
+// also stored to work (kStoresTransformed).
+template <MaxOf kMaxOf, bool kStore = false, class DF, class Source>
 HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
                                   const Source& row_src,
                                   const SoftmaxOptions& options,
                                   hn::Vec<DF> max) {
   const std::size_t N = hn::Lanes(df);
   const Source src = ForSegment(row_src, seg);
+  // A local copy: the stores of kStore would otherwise make the compiler
+  // reload the scale and softcap after every vector (they might alias).
+  const SoftmaxOptions opts = options;
   const auto value = [&](hn::Vec<DF> x, const auto& source, std::size_t k)
                          RLX_INLINE_LAMBDA {
-                           return MaxValue<kMaxOf>(df, x, source, k, options);
+                           return MaxValue<kMaxOf>(df, x, source, k, opts);
                          };
   const auto at = [&](std::size_t k) RLX_INLINE_LAMBDA {
-    return value(hn::LoadU(df, seg.in + k), src, seg.k0 + k);
+    const auto v = value(hn::LoadU(df, seg.in + k), src, seg.k0 + k);
+    if constexpr (kStore) hn::StoreU(v, df, seg.work + k);
+    return v;
   };
   // `count` < N keys from k (the head before the first aligned vector, or
   // the tail); lanes past them repeat lane 0 of the running max: neutral.
@@ -159,16 +190,34 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
     const auto v = value(LoadRowTail<ScoreType::kF32>(df, seg.in + k, count),
                          src.Tail(df, seg.k0 + k, count, buffer), 0);
+    if constexpr (kStore) {
+      StoreRowTail<ScoreType::kF32>(df, v, seg.work + k, count);
+    }
     max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
                                       hn::Set(df, hn::GetLane(max))));
   };
   std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
   if (k != 0) partial(0, k);
-  // Eight accumulators: Max has a latency of 4 cycles and two ports, and
-  // loads of an aligned row in L1 issue two per cycle, so fewer would leave
-  // this loop latency-bound (four measured slower on AVX3 once the loads
-  // were aligned).
-  if (k + 8 * N <= seg.n) {
+  // Sources that add to the score: four accumulators. Their steps are long
+  // (two loads, the transform, a compare and a select, and the store), and
+  // eight left GCC short of registers for the sixteen addresses (spills
+  // reloaded in every step).
+  if constexpr (kStore) {
+    if (k + 4 * N <= seg.n) {
+      auto m0 = max, m1 = max, m2 = max, m3 = max;
+      for (; k + 4 * N <= seg.n; k += 4 * N) {
+        m0 = hn::Max(m0, at(k));
+        m1 = hn::Max(m1, at(k + N));
+        m2 = hn::Max(m2, at(k + 2 * N));
+        m3 = hn::Max(m3, at(k + 3 * N));
+      }
+      max = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
+    }
+  } else if (k + 8 * N <= seg.n) {
+    // Eight accumulators: Max has a latency of 4 cycles and two ports, and
+    // loads of an aligned row in L1 issue two per cycle, so fewer would
+    // leave this loop latency-bound (four measured slower on AVX3 once the
+    // loads were aligned).
     auto m0 = max, m1 = max, m2 = max, m3 = max;
     auto m4 = max, m5 = max, m6 = max, m7 = max;
     for (; k + 8 * N <= seg.n; k += 8 * N) {
@@ -239,7 +288,11 @@ HWY_INLINE hn::Vec<DF> ExpOf(DF df, hn::Vec<DF> x, const Source& source,
                              std::size_t k, hn::Vec<DF> log2e,
                              hn::Vec<DF> neg_max_log2e, hn::Vec<DF> max_v,
                              const SoftmaxOptions& options) {
-  if constexpr (kPlain) {
+  if constexpr (std::is_same_v<Source, StoredScores>) {
+    static_assert(!kPlain);
+    (void)k, (void)neg_max_log2e, (void)options;
+    return SoftmaxExp2(df, hn::Mul(hn::Sub(x, max_v), log2e));
+  } else if constexpr (kPlain) {
     return SoftmaxExp2(
         df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
   } else {

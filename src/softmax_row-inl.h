@@ -273,8 +273,13 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
           return;
         }
       }
-      max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
-                : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
+      if constexpr (kStoresTransformed<Source>) {
+        max = SegmentMax<MaxOf::kTransformed, /*kStore=*/true>(df, seg, src,
+                                                               options, max);
+      } else {
+        max = raw ? SegmentMax<MaxOf::kRaw>(df, seg, src, options, max)
+                  : SegmentMax<MaxOf::kTransformed>(df, seg, src, options, max);
+      }
     });
     m = MaxOfLanesExact(df, max);
   }
@@ -296,13 +301,28 @@ HWY_INLINE float RowMax(DF df, const RowSegments& row, const Source& row_src,
 }
 
 // Whether any kept transformed score of the row is NaN. Only called for
-// rows whose maximum came out -inf, so its cost does not matter.
+// rows whose maximum came out -inf, so its cost does not matter. Sources
+// that stored their transformed scores in pass 1 (kStoresTransformed) are
+// read there: an in-place row's scores are overwritten by then, and a
+// masked key's stored value is -inf, never NaN.
 template <class DF, class Source>
 HWY_NOINLINE bool KeptNaN(DF df, const RowSegments& row, const Source& row_src,
                           const SoftmaxOptions& options) {
   const std::size_t N = hn::Lanes(df);
   HWY_ALIGN float buffer[kTailVectors * hn::MaxLanes(df)];
   bool nan = false;
+  if constexpr (kStoresTransformed<Source>) {
+    (void)row_src, (void)options, (void)buffer;
+    for (std::size_t j = 0; j < row.count && !nan; ++j) {
+      const Segment& seg = row.segs[j];
+      for (std::size_t k = 0; k < seg.n && !nan; k += N) {
+        const std::size_t n = std::min(N, seg.n - k);
+        const auto t = LoadRowTail<ScoreType::kF32>(df, seg.work + k, n);
+        nan = !hn::AllFalse(df, hn::And(hn::IsNaN(t), hn::FirstN(df, n)));
+      }
+    }
+    return nan;
+  }
   row.ForEach(row_src, [&](const Segment& seg, void*, const Source& src) {
     const Source seg_src = ForSegment(src, seg);
     for (std::size_t k = 0; k < seg.n && !nan; k += N) {
@@ -450,18 +470,28 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   // One sum for the row: its horizontal reduction is paid once.
   const WideTag<DF> dd;
   auto sum_lo = hn::Zero(dd), sum_hi = hn::Zero(dd);
-  live.ForEach(src, [&](const Segment& seg, void*,
-                        const Source& seg_src) RLX_INLINE_LAMBDA {
-    if constexpr (kMapped<Source>) {
-      if (row.map != nullptr) {
-        return plain ? MappedExp<true>(df, seg, *row.map, seg_src, options, max,
-                                       prefetch, sum_lo, sum_hi)
-                     : MappedExp<false>(df, seg, *row.map, seg_src, options,
-                                        max, prefetch, sum_lo, sum_hi);
+  if constexpr (kStoresTransformed<Source>) {
+    // The transformed scores pass 1 stored: the source is not read again
+    // (nor its keep bytes refilled tile by tile).
+    live.ForEach(StoredScores{}, [&](const Segment& seg, void*,
+                                     const StoredScores&) RLX_INLINE_LAMBDA {
+      SegmentExp<false>(df, Segment{seg.work, seg.work, seg.k0, seg.n},
+                        StoredScores{}, options, max, prefetch, sum_lo, sum_hi);
+    });
+  } else {
+    live.ForEach(src, [&](const Segment& seg, void*,
+                          const Source& seg_src) RLX_INLINE_LAMBDA {
+      if constexpr (kMapped<Source>) {
+        if (row.map != nullptr) {
+          return plain ? MappedExp<true>(df, seg, *row.map, seg_src, options,
+                                         max, prefetch, sum_lo, sum_hi)
+                       : MappedExp<false>(df, seg, *row.map, seg_src, options,
+                                          max, prefetch, sum_lo, sum_hi);
+        }
       }
-    }
-    RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
-  });
+      RowExp(df, seg, seg_src, options, max, plain, prefetch, sum_lo, sum_hi);
+    });
+  }
   float inv_sum;
   const double sum = WideTotal(dd, sum_lo, sum_hi);
   if (part != nullptr) {
@@ -489,13 +519,15 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     return;
   }
   // Pass 3 normalises the stored values (16-bit rows: into the row type).
-  live.ForEach(
-      src, [&](const Segment& seg, void* out, const Source&) RLX_INLINE_LAMBDA {
-        if constexpr (kMapped<Source>) {
-          if (row.map != nullptr) return row.StoreMapped(df, seg, out, inv_sum);
-        }
-        row.Store(df, seg, out, inv_sum);
-      });
+  // It reads no source: visited as NoSource, so a tiled row's keep bytes
+  // are not refilled for it.
+  live.ForEach(NoSource{}, [&](const Segment& seg, void* out,
+                               const NoSource&) RLX_INLINE_LAMBDA {
+    if constexpr (kMapped<Source>) {
+      if (row.map != nullptr) return row.StoreMapped(df, seg, out, inv_sum);
+    }
+    row.Store(df, seg, out, inv_sum);
+  });
 }
 
 // What chooses a row's code, besides its segments: the mask, the options,
