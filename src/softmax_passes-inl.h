@@ -388,6 +388,18 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   };
   std::size_t k = KeysToAlign<kType>(df, out, n);
   if (k != 0) partial(0, k);
+  // Four vectors per step, as the plain rows' pass 3: one vector per step
+  // measured 3% slower on D2full (AVX3).
+  for (; k + 4 * N <= n; k += 4 * N) {
+    const auto v0 = hn::LoadU(df, work + k);
+    const auto v1 = hn::LoadU(df, work + k + N);
+    const auto v2 = hn::LoadU(df, work + k + 2 * N);
+    const auto v3 = hn::LoadU(df, work + k + 3 * N);
+    StoreRow<kType>(df, hn::Mul(v0, inv), out + k);
+    StoreRow<kType>(df, hn::Mul(v1, inv), out + k + N);
+    StoreRow<kType>(df, hn::Mul(v2, inv), out + k + 2 * N);
+    StoreRow<kType>(df, hn::Mul(v3, inv), out + k + 3 * N);
+  }
   for (; k + N <= n; k += N) {
     StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);
   }
