@@ -167,9 +167,12 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
                                                           shape.q_len, n);
     if (part != nullptr) detail::ClipKeptKeys(&kept, keys);
-    // What kept_keys reports for the row (within the part's keys), before
-    // the keep bytes narrow it.
-    const KeptKeys reported = kept;
+    // `kept` stays what kept_keys reports for the row (within the part's
+    // keys); the passes run over `pass_kept`: the same, or the intervals
+    // the keep bytes narrow it to. A pointer, not a copy: the copy's vector
+    // loads of the scalar stores that had just built it stalled store
+    // forwarding in every row (3% of P4).
+    const KeptKeys* pass_kept = &kept;
     // Per-element rules: the row's keep bytes from its first kept key, in
     // one piece (shared by the heads whose bytes coincide) or tile by tile.
     // In one piece, the intervals are narrowed to the kept bytes (packed
@@ -201,7 +204,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
             }
           }
         }
-        kept = narrowed;
+        pass_kept = &narrowed;
         // Every key of the narrowed intervals kept: the bytes are needed
         // only by ALiBi over explicit key positions.
         read_bytes = !(narrowed_all_kept && (!rules.explicit_keys ||
@@ -231,7 +234,8 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
       const std::size_t bytes[] = {
           keys.size() * elem_bytes, keys.size() * elem_bytes,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
-      prefetch.Plan(begin, bytes, use_map ? map_steps : kept.size() / exp_step);
+      prefetch.Plan(begin, bytes,
+                    use_map ? map_steps : pass_kept->size() / exp_step);
     }
     // The segments: f32 rows in place in the output (in the input, for the
     // passes that read); 16-bit rows converted into the work buffer, each
@@ -243,8 +247,8 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     std::size_t count = 0;
     std::size_t work_keys = 0;
     auto raw_max = hn::Set(df, -std::numeric_limits<float>::infinity());
-    for (std::size_t j = 0; j < kept.count; ++j) {
-      const KeyInterval& iv = kept.intervals[j];
+    for (std::size_t j = 0; j < pass_kept->count; ++j) {
+      const KeyInterval& iv = pass_kept->intervals[j];
       const std::int64_t shift = KeyShift(mask, rules, iv);
       const char* first_in = s + iv.begin * elem_bytes;
       outs[count] = o + iv.begin * elem_bytes;
@@ -289,7 +293,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     // row's exp stores. Kept-only writes leave the keys outside kept_keys
     // alone, but write the masked ones inside it, as the default mode does.
     FillMasked<kType>(reinterpret_cast<Elem<kType>*>(o),
-                      options.zero_masked ? all_keys : reported, kept,
+                      options.zero_masked ? all_keys : kept, *pass_kept,
                       Elem<kType>{});
   }
 }
