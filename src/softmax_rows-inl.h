@@ -417,13 +417,20 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     }
     const std::size_t keys = kept.size();
     if (kept.count == 0 || keys > kPlainRowKeys) continue;  // general
-    PlainAlibi row_alibi;
+    // A full batch runs before this row takes its slot, so that its ALiBi
+    // term is written there in place: built on the side and copied, the
+    // copy's vector load of the scalar stores stalled store forwarding
+    // (half of this loop's samples on P4alibi).
+    if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys) {
+      run_batch();
+    }
+    PlainRow& row = plain[batched];
     if (alibi) {
       // As SoftmaxAlibiRow and GeneralRowsOf set ImplicitKeyDistance up;
       // rows whose distances are not all exact in f32 are not plain.
       const double p_q = static_cast<double>(
           detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
-      row_alibi.neg_slope = -options.alibi_slopes[i.h];
+      row.alibi.neg_slope = -options.alibi_slopes[i.h];
       bool exact = true;
       for (std::size_t j = 0; j < kept.count; ++j) {
         const KeyInterval& iv = kept.intervals[j];
@@ -433,7 +440,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         const double last = first - static_cast<double>(iv.size());
         exact &= std::fabs(first) < kExactDistance &&
                  std::fabs(last) < kExactDistance;
-        row_alibi.first[j] = static_cast<float>(first);
+        row.alibi.first[j] = static_cast<float>(first);
       }
       if (!exact) continue;  // general
     }
@@ -441,12 +448,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       GeneralRowsOf<kType>(in, out, mask, options, {general_begin, r});
     }
     general_begin = r + 1;
-    if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys) {
-      run_batch();
-    }
     const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
     Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
-    PlainRow& row = plain[batched];
     row.sink = options.sink_logits != nullptr
                    ? options.sink_logits[i.h]
                    : -std::numeric_limits<float>::infinity();
@@ -474,7 +477,6 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       row.in = row.out = work;
       row.raw_max = MaxOfLanesExact(df, max);
     }
-    if (alibi) row.alibi = row_alibi;
     batch[batched++] = {r, i};
     batch_keys += keys;
   }
