@@ -106,7 +106,8 @@ def load(path, statistic):
 KERNEL_ORDER = ["fill_decode_mask_reference", "reference", "rlx_loop",
                 "onednn_softmax", "onednn_masked_softmax", "fill_decode_mask",
                 "apply_mask", "masked_softmax", "copy_floor", "exp_floor",
-                "touch_floor", "kept_softmax_floor"]
+                "touch_floor", "kept_softmax_floor",
+                "kept_softmax_floor_unaligned"]
 
 
 def order_key(context, results):
