@@ -60,8 +60,8 @@ class RowPrefetch {
   // A tight loop per range, its position in locals: written as a check per
   // line, GCC kept offset_ in memory and spread the loop over scattered
   // blocks, and its speed on P2w (where it waits on miss buffers) came to
-  // depend on where the linker placed it (up to 11% apart between builds
-  // with identical code).
+  // depend on where the linker placed it (4-11% apart between two builds
+  // whose code for this loop was identical).
   static constexpr std::size_t kMaxLinesAtFinish = 128;
   void Finish() {
     std::size_t budget = kMaxLinesAtFinish;
