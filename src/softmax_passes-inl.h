@@ -196,6 +196,17 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, count), v,
                                       hn::Set(df, hn::GetLane(max))));
   };
+  // One step of four vectors from k into four accumulators (by reference:
+  // SVE vectors cannot be array elements). The loops below take one or two
+  // per iteration.
+  using V = hn::Vec<DF>;
+  const auto step4 = [&](std::size_t k4, V& a0, V& a1, V& a2, V& a3)
+                         RLX_INLINE_LAMBDA {
+                           a0 = hn::Max(a0, at(k4));
+                           a1 = hn::Max(a1, at(k4 + N));
+                           a2 = hn::Max(a2, at(k4 + 2 * N));
+                           a3 = hn::Max(a3, at(k4 + 3 * N));
+                         };
   std::size_t k = KeysToAlign<ScoreType::kF32>(df, seg.in, seg.n);
   if (k != 0) partial(0, k);
   // Sources that add to the score: four accumulators. Their steps are long
@@ -205,12 +216,7 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
   if constexpr (kStore) {
     if (k + 4 * N <= seg.n) {
       auto m0 = max, m1 = max, m2 = max, m3 = max;
-      for (; k + 4 * N <= seg.n; k += 4 * N) {
-        m0 = hn::Max(m0, at(k));
-        m1 = hn::Max(m1, at(k + N));
-        m2 = hn::Max(m2, at(k + 2 * N));
-        m3 = hn::Max(m3, at(k + 3 * N));
-      }
+      for (; k + 4 * N <= seg.n; k += 4 * N) step4(k, m0, m1, m2, m3);
       max = hn::Max(hn::Max(m0, m1), hn::Max(m2, m3));
     }
   } else if (k + 8 * N <= seg.n) {
@@ -221,14 +227,8 @@ HWY_INLINE hn::Vec<DF> SegmentMax(DF df, const Segment& seg,
     auto m0 = max, m1 = max, m2 = max, m3 = max;
     auto m4 = max, m5 = max, m6 = max, m7 = max;
     for (; k + 8 * N <= seg.n; k += 8 * N) {
-      m0 = hn::Max(m0, at(k));
-      m1 = hn::Max(m1, at(k + N));
-      m2 = hn::Max(m2, at(k + 2 * N));
-      m3 = hn::Max(m3, at(k + 3 * N));
-      m4 = hn::Max(m4, at(k + 4 * N));
-      m5 = hn::Max(m5, at(k + 5 * N));
-      m6 = hn::Max(m6, at(k + 6 * N));
-      m7 = hn::Max(m7, at(k + 7 * N));
+      step4(k, m0, m1, m2, m3);
+      step4(k + 4 * N, m4, m5, m6, m7);
     }
     max = hn::Max(hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)),
                   hn::Max(hn::Max(m4, m5), hn::Max(m6, m7)));
