@@ -79,13 +79,14 @@ struct PlainAlibi {
 constexpr double kExactDistance = 0x1p24 - 1024;
 
 struct PlainRow {
-  KeptKeys kept;
+  const KeptKeys* kept;  // row_kept (f32 rows) or &packed (16-bit rows)
   const float* in;
   float* out;
   float sink;
   float* lse;
   void* row;
-  KeptKeys row_kept;
+  const KeptKeys* row_kept;  // shared by the rows of one batch and query
+  KeptKeys packed;           // 16-bit rows: their kept keys in the scratch
   float raw_max;
   PlainAlibi alibi;  // kAlibi rows only
 };
@@ -136,7 +137,7 @@ template <bool kAlibi, class DF>
 HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   using V = hn::Vec<DF>;
   const std::size_t N = hn::Lanes(df);
-  const KeptKeys& kept = row.kept;
+  const KeptKeys& kept = *row.kept;
   const float* HWY_RESTRICT in = row.in;
   const PlainTerm<kAlibi> term{row, scale};
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
@@ -182,7 +183,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
   const WideTag<DF> dd;
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
-  const KeptKeys& kept = row.kept;
+  const KeptKeys& kept = *row.kept;
   const float* in = row.in;
   float* out = row.out;
   const PlainTerm<kAlibi> term{row, scale};
@@ -314,7 +315,7 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
   }
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    const KeptKeys& kept = rows[g].row_kept;
+    const KeptKeys& kept = *rows[g].row_kept;
     auto* row = static_cast<Elem<kType>*>(rows[g].row);
     if (nan & (1u << g)) {
       const Elem<kType> value =
@@ -329,7 +330,7 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
       // Into the row type, interval by interval from the packed scratch.
       for (std::size_t j = 0; j < kept.count; ++j) {
         SegmentNormalize<kType>(df,
-                                rows[g].out + rows[g].kept.intervals[j].begin,
+                                rows[g].out + rows[g].kept->intervals[j].begin,
                                 row + kept.intervals[j].begin,
                                 kept.intervals[j].size(), inv_sum[g]);
       }

@@ -17,7 +17,9 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <new>
 
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
@@ -333,9 +335,21 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   static_assert(kPlainRowKeys <= kPlainBatchKeys);
   float scratch[f32 ? 1 : kPlainBatchKeys];
   // A row's kept intervals depend on its batch and query only: decided once
-  // for all the heads that share them (a decode step's).
-  KeptKeys kept;
+  // for all the heads that share them (a decode step's), into a slot of a
+  // ring that the batch's rows point into. A slot no batched row points to
+  // is refilled in place (rows that go to GeneralRowsOf take none); the ring
+  // moves on only from a taken slot. So the slots in use are the current
+  // one and those of the batch's rows, at most kPlainBatchRows + 1 of the
+  // last filled: a ring of twice kPlainBatchRows never overwrites one.
+  // Rows point instead of copying them: the copy cost every row of a decode
+  // batch, and its vector loads of KeptKeysOf's scalar stores stalled store
+  // forwarding.
+  KeptKeys kept_ring[2 * kPlainBatchRows];
+  std::size_t ring_at = 0;
+  bool slot_taken = false;
+  const KeptKeys* kept = nullptr;
   std::size_t kept_b = SIZE_MAX, kept_q = SIZE_MAX;
+  std::size_t keys = 0;  // kept->size()
   // Prefetch as GeneralRowsOf does: calls beyond kPrefetchMinBytes (L1 and
   // part of L2) fetch the next batch's rows over this one's exps.
   const std::size_t call_bytes = (rows.end - rows.begin) * n * elem_bytes;
@@ -393,8 +407,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     if (plan != nullptr && finish_prefetch) prefetch.Finish();
     for (std::size_t g = 0; g < batched; ++g) {
       FillMasked<kType>(static_cast<Elem<kType>*>(plain[g].row),
-                        options.zero_masked ? WholeRow(n) : plain[g].row_kept,
-                        plain[g].row_kept, Elem<kType>{});
+                        options.zero_masked ? WholeRow(n) : *plain[g].row_kept,
+                        *plain[g].row_kept, Elem<kType>{});
     }
     for (std::size_t g = 0; g < batched; ++g) {
       if (general & (1u << g)) {
@@ -411,12 +425,19 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   for (std::size_t r = rows.begin; r < rows.end;
        ++r, i = detail::NextRowIndex(shape, i)) {
     if (i.b != kept_b || i.q != kept_q) {
-      kept = detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
+      if (slot_taken) {
+        ring_at = (ring_at + 1) % std::size(kept_ring);
+        slot_taken = false;
+      }
+      KeptKeys* const slot = &kept_ring[ring_at];
+      // Constructed in place from the returned value (no copy).
+      kept = ::new (static_cast<void*>(slot))
+          KeptKeys(detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n));
       kept_b = i.b;
       kept_q = i.q;
+      keys = kept->size();
     }
-    const std::size_t keys = kept.size();
-    if (kept.count == 0 || keys > kPlainRowKeys) continue;  // general
+    if (kept->count == 0 || keys > kPlainRowKeys) continue;  // general
     // A full batch runs before this row takes its slot, so that its ALiBi
     // term is written there in place: built on the side and copied, the
     // copy's vector load of the scalar stores stalled store forwarding
@@ -432,8 +453,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
           detail::QueryPosition(mask, i.b, i.q, shape.q_len, n));
       row.alibi.neg_slope = -options.alibi_slopes[i.h];
       bool exact = true;
-      for (std::size_t j = 0; j < kept.count; ++j) {
-        const KeyInterval& iv = kept.intervals[j];
+      for (std::size_t j = 0; j < kept->count; ++j) {
+        const KeyInterval& iv = kept->intervals[j];
         const double first = p_q -
                              static_cast<double>(KeyShift(mask, rules, iv)) -
                              static_cast<double>(iv.begin);
@@ -466,17 +487,19 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       float* const work = scratch + batch_keys;
       auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
       std::size_t at = 0;
-      for (std::size_t j = 0; j < kept.count; ++j) {
-        const KeyInterval& iv = kept.intervals[j];
+      for (std::size_t j = 0; j < kept->count; ++j) {
+        const KeyInterval& iv = kept->intervals[j];
         max =
             ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(), max);
-        row.kept.intervals[j] = {at, at + iv.size()};
+        row.packed.intervals[j] = {at, at + iv.size()};
         at += iv.size();
       }
-      row.kept.count = kept.count;
+      row.packed.count = kept->count;
+      row.kept = &row.packed;
       row.in = row.out = work;
       row.raw_max = MaxOfLanesExact(df, max);
     }
+    slot_taken = true;
     batch[batched++] = {r, i};
     batch_keys += keys;
   }
