@@ -26,6 +26,10 @@
 //       (one AVX3 vector) or 301 (D1's kept count) keys of each D1 row, as
 //       a strided view with no mask: a row's fixed cost, and its cost with
 //       D1's kept keys but no Decode token segment and no fill
+//   kept_softmax_floor/D1head16/<target>, .../D1head301/<target>  the
+//       floor's plain softmax (bench/floors.h) on exactly those keys, in
+//       place at D1's row stride: what the kernel's per-row and per-call
+//       work costs over the floor with the same keys in the same memory
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -38,6 +42,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/floors.h"
 #include "bench/splitter.h"
 #include "bench/suites.h"
 #include "bench/workloads.h"
@@ -75,6 +80,26 @@ void BM_RowHead(benchmark::State& state, const Workload* w,
   }
   SetCounters(state, static_cast<double>(head.rows() * head.k_len),
               sizeof(float), static_cast<double>(head.rows() * head.k_len));
+}
+
+// The floor on the same keys as BM_RowHead, in place in w's rows (the
+// floor reads and writes up to one vector past a row's keys: within the
+// row, as every D1 row has 513 keys).
+void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
+                     const std::string& target, std::size_t keys) {
+  TargetScope scope(target);
+  const ScoreView all = FreshScores(*w);
+  const std::size_t rows = w->shape.rows();
+  const std::size_t len = std::min(keys, w->shape.k_len);
+  std::vector<std::size_t> begin(rows), lens(rows, len);
+  for (std::size_t r = 0; r < rows; ++r) begin[r] = r * all.strides.head;
+  for (auto _ : state) {
+    KeptSoftmaxFloor(static_cast<float*>(all.data), begin.data(), lens.data(),
+                     rows);
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(rows * len), sizeof(float),
+              static_cast<double>(rows * len));
 }
 
 // Per head, for the whole process (the options point into them).
@@ -219,6 +244,9 @@ void Register(const Workload& w, const std::string& target) {
       Configure(benchmark::RegisterBenchmark(
           BenchName({"masked_softmax", name, target}).c_str(), BM_RowHead, &w,
           target, keys));
+      Configure(benchmark::RegisterBenchmark(
+          BenchName({"kept_softmax_floor", name, target}).c_str(),
+          BM_RowHeadFloor, &w, target, keys));
     }
   } else if (w.name == "D2full") {
     Add(w, target, "D2fullkeptonly", Data(w).mask, kept_only);
