@@ -237,6 +237,36 @@ TEST_P(SoftmaxExtTest, SinksAlibiAndLseMatchTheOracle) {
   }
 }
 
+// Rows that keep at most 1024 keys run in batches that point at their kept
+// intervals (src/softmax_rows-inl.h); longer rows run alone. Causal rows of
+// 1040 keys, 24 queries: the first 8 of a head keep 1017-1024 keys and wait
+// in a batch while the 16 longer ones, each with its own intervals, run
+// first; the next head's first row then runs the batch. A batch whose rows'
+// intervals were overwritten by the rows in between gives wrong results.
+TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
+  std::mt19937_64 rng(20261202);
+  const Shape4 s{2, 2, 24, 1040};
+  const MaskSpec mask = MaskSpec::causal();
+  const std::vector<float> slopes = alibi_slopes(s.heads, 8.0f);
+  for (const bool alibi : {false, true}) {
+    SoftmaxOptions options;
+    if (alibi) options.alibi_slopes = slopes.data();
+    for (ScoreType type : kTypes) {
+      testing::Tensor t = RandomScores(rng, type, s);
+      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView got = testing::SameViewIn(t, got_bytes);
+      const ScoreView want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, mask, options);
+      reference::masked_softmax(want, want, mask, options, RowRange::all(s));
+      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                         nullptr, nullptr),
+                "")
+          << testing::TypeName(type) << (alibi ? " alibi" : "");
+    }
+  }
+}
+
 // gpt-oss writes the sink as an extra column of the scores: softmax over
 // [scores, sink], then drop the column. The kernel's sinks agree with that.
 TEST_P(SoftmaxExtTest, SinksEqualTheExtraColumnFormulation) {
