@@ -178,6 +178,25 @@ std::string ShapeName(const Shape4& s) {
          std::to_string(s.q_len) + "," + std::to_string(s.k_len) + "]";
 }
 
+// masked_softmax of random scores under (mask, options) against the oracle
+// under (ref_mask, ref_options), in place: SoftmaxMismatch's verdict ("" on
+// a match), checked under the oracle's mask and options.
+std::string KernelMismatch(std::mt19937_64& rng, ScoreType type,
+                           const Shape4& s, const MaskSpec& mask,
+                           const SoftmaxOptions& options,
+                           const MaskSpec& ref_mask,
+                           const SoftmaxOptions& ref_options) {
+  testing::Tensor t = RandomScores(rng, type, s);
+  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView got = testing::SameViewIn(t, got_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  masked_softmax(got, mask, options);
+  reference::masked_softmax(want, want, ref_mask, ref_options,
+                            RowRange::all(s));
+  return testing::SoftmaxMismatch(before, got, want, ref_mask, ref_options);
+}
+
 // Sink logits per head drawn from large, small, zero and -inf (no sink).
 std::vector<float> RandomSinks(std::mt19937_64& rng, std::size_t heads) {
   static constexpr float kChoices[] = {-kInf, -30.0f, -2.0f, 0.0f,
@@ -252,16 +271,7 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
     SoftmaxOptions options;
     if (alibi) options.alibi_slopes = slopes.data();
     for (ScoreType type : kTypes) {
-      testing::Tensor t = RandomScores(rng, type, s);
-      std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-      const ScoreView before = testing::SameViewIn(t, before_bytes);
-      const ScoreView got = testing::SameViewIn(t, got_bytes);
-      const ScoreView want = testing::SameViewIn(t, want_bytes);
-      masked_softmax(got, mask, options);
-      reference::masked_softmax(want, want, mask, options, RowRange::all(s));
-      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                         nullptr, nullptr),
-                "")
+      ASSERT_EQ(KernelMismatch(rng, type, s, mask, options, mask, options), "")
           << testing::TypeName(type) << (alibi ? " alibi" : "");
     }
   }
@@ -393,14 +403,7 @@ std::string AlibiMismatch(std::mt19937_64& rng, ScoreType type, const Shape4& s,
   const MaskSpec with_bias = mask.with_bias(bias.data(), s);
   SoftmaxOptions plain = options;
   plain.alibi_slopes = nullptr;
-  testing::Tensor t = RandomScores(rng, type, s);
-  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-  const ScoreView before = testing::SameViewIn(t, before_bytes);
-  const ScoreView got = testing::SameViewIn(t, got_bytes);
-  const ScoreView want = testing::SameViewIn(t, want_bytes);
-  masked_softmax(got, mask, options);
-  reference::masked_softmax(want, want, with_bias, plain, RowRange::all(s));
-  return testing::SoftmaxMismatch(before, got, want, with_bias, plain);
+  return KernelMismatch(rng, type, s, mask, options, with_bias, plain);
 }
 
 TEST_P(SoftmaxExtTest, AlibiEqualsAMaterialisedBias) {
