@@ -74,15 +74,6 @@ struct PlainAlibi {
   float first[KeptKeys::kMaxIntervals];
 };
 
-// Short tails run key by key, each in lane 0 of a vector (the same lane
-// arithmetic, no masked access): a masked load or store for so few keys
-// costs more. A Decode row's one-key token interval took 13-17 ns a row
-// masked (D1, AVX3 on Zen 5), 5 key by key, and D1 ran 0.90x. The max and
-// normalisation passes take tails of up to kKeyByKeyTail keys so; the exp
-// pass only a one-key tail (an exp per key: up to 3 measured P1 and
-// P4alibi 1-2% slower, P2w up to 5%).
-constexpr std::size_t kKeyByKeyTail = 3;
-
 // Below this magnitude every distance is an exact f32 integer (and so is
 // every step of one), less a vector's lanes of margin.
 constexpr double kExactDistance = 0x1p24 - 1024;
@@ -117,12 +108,6 @@ struct PlainTerm {
   static HWY_INLINE hn::Vec<DF> Next(DF df, hn::Vec<DF> d,
                                      std::size_t vectors) {
     return hn::Sub(d, hn::Set(df, static_cast<float>(vectors * hn::Lanes(df))));
-  }
-  // The vector of key k's distances one key further on: its lane 0 steps
-  // from key k to key k + 1 (key-by-key tails).
-  template <class DF>
-  static HWY_INLINE hn::Vec<DF> NextKey(DF df, hn::Vec<DF> d) {
-    return hn::Sub(d, hn::Set(df, 1.0f));
   }
   // x scale plus the term of distances d (kAlibi), or x itself.
   template <class DF>
@@ -173,14 +158,7 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
       m0 = hn::Max(m0, at(k, d));
     }
-    if (end - k <= kKeyByKeyTail) {  // lane 0 only: ALiBi's other lanes
-      for (; k < end; ++k, d = term.NextKey(df, d)) {  // hold other terms
-        m1 = hn::Max(m1,
-                     hn::IfThenElse(hn::FirstN(df, 1),
-                                    term.Transformed(df, hn::Set(df, in[k]), d),
-                                    neg_inf));
-      }
-    } else {
+    if (k < end) {
       const std::size_t count = end - k;
       m1 = hn::Max(
           m1, hn::IfThenElse(
@@ -248,11 +226,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
     for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
       rest = hn::Add(rest, exp_store(k, d));
     }
-    if (end - k == 1) {  // key by key: one key (a Decode token's interval)
-      const V e = exp_of(hn::Set(df, in[k]), d);
-      out[k] = hn::GetLane(e);
-      rest = hn::Add(rest, hn::IfThenElseZero(hn::FirstN(df, 1), e));
-    } else if (k < end) {
+    if (k < end) {
       const std::size_t count = end - k;
       const V e = hn::IfThenElseZero(
           hn::FirstN(df, count),
@@ -287,9 +261,7 @@ HWY_INLINE void PlainRowNormalize(DF df, const KeptKeys& kept, float* out,
     for (; k + N <= end; k += N) {
       hn::StoreU(hn::Mul(hn::LoadU(df, out + k), inv), df, out + k);
     }
-    if (end - k <= kKeyByKeyTail) {
-      for (; k < end; ++k) out[k] *= inv_sum;  // exactly the lanes' product
-    } else {
+    if (k < end) {
       const std::size_t count = end - k;
       StoreRowTail<ScoreType::kF32>(
           df, hn::Mul(LoadRowTail<ScoreType::kF32>(df, out + k, count), inv),
