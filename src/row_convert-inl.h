@@ -217,6 +217,8 @@ HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
           df, hn::IfThenElseZero(hn::FirstN(du16, 1), hn::Set(du16, p[0])));
     }
   }
+  // One-lane vectors (HWY_SCALAR) have no other tail than an empty one.
+  if constexpr (hn::MaxLanes(df) == 1) return hn::Zero(df);
   if constexpr (kMaskedTails<kType>) {
     constexpr std::size_t kPage = 4096;
     const std::size_t in_page = reinterpret_cast<std::uintptr_t>(p) % kPage;
@@ -247,6 +249,7 @@ HWY_INLINE void StoreRowTail(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p,
     }
     return;
   }
+  if constexpr (hn::MaxLanes(df) == 1) return;  // as in LoadRowTail
   if constexpr (kMaskedTails<kType>) {
     if constexpr (kType == ScoreType::kF32) {
       hn::BlendedStore(v, hn::FirstN(df, count), df, p);
