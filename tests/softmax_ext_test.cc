@@ -765,7 +765,7 @@ TEST_P(SoftmaxExtTest, AFailedExpBufferAllocationWritesNothing) {
       const Shape4 s{1, 2, 1, 9000};
       const testing::Tensor t = RandomScores(rng, type, s);
       std::vector<std::uint8_t> got_bytes, before_bytes;
-      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      testing::SameViewIn(t, before_bytes);  // the bytes, to compare with
       const ScoreView got = testing::SameViewIn(t, got_bytes);
       const std::string where = testing::TypeName(type);
       EXPECT_THROW(masked_softmax(got, MaskSpec::causal()), std::bad_alloc)
