@@ -202,9 +202,9 @@ HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
 //
 // A one-element tail (a Decode token's key: an interval of its own) is a
 // broadcast and a register mask instead: a masked load or store for one key
-// cost a Decode row 13-17 ns in its three passes (AVX3 on Zen 5: D1 0.90x
-// without), and the buffer is a vector load of a scalar store, which stalls
-// store forwarding.
+// cost a Decode row 13-17 ns in its three passes (AVX3 on Zen 5; D1 takes
+// 0.90x the time without them), and the buffer is a vector load of a scalar
+// store, which stalls store forwarding.
 template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
                                    std::size_t count) {

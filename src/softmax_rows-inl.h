@@ -73,13 +73,13 @@ constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
 constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 
 // The keys of the next row that a call's prefetch fetches (over this row's
-// exp steps): all the row's (or the part's) keys in the default mode, whose
-// fill writes the masked ones; in the kept-only mode, only masked keys'
-// lines would be wasted: this row's largest kept interval, which a decode
-// step's next head shares, and a causal row's next row differs from by a
-// key. Kept-only, the whole row measured D2w 1.22x and D3 1.08x slower than
-// no prefetch at all (AVX3 on Zen 5), while D2, which keeps half its row,
-// gained 6% from it.
+// exp steps): in the default mode all the row's (or the part's) keys, as
+// its fill writes the masked ones. The kept-only mode never touches those:
+// it fetches this row's largest kept interval, which the next head of a
+// decode step shares and the next row of a causal head differs from by a
+// key. Kept-only, fetching whole rows measured D2w 1.22x and D3 1.08x
+// slower than no prefetch at all (AVX3 on Zen 5), while D2, which keeps
+// half its row, gained 6% from it.
 inline KeyInterval LargestInterval(const KeptKeys& kept) {
   KeyInterval largest;
   for (std::size_t j = 0; j < kept.count; ++j) {
