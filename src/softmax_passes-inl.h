@@ -277,8 +277,10 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // Without softcap and bias (kPlain), its argument (x scale - max) log2 e is one
 // FMA, x (scale log2 e) + (-max log2 e) (src/softmax_exp-inl.h says why the
 // rounding of the constants costs no accuracy); the caller takes this path
-// only when both constants are finite. Otherwise it is (t - max) log2 e,
-// which never overflows on the way. Lane sums are widened into sum_lo and
+// only when both constants are finite. Stored transformed scores t
+// (StoredScores) take t log2 e + (-max log2 e) under the same limit on max
+// (kPlain there). Otherwise it is (t - max) log2 e, which never overflows on
+// the way. Lane sums are widened into sum_lo and
 // sum_hi (AddWide) every kBlock steps (below).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
@@ -289,9 +291,14 @@ HWY_INLINE hn::Vec<DF> ExpOf(DF df, hn::Vec<DF> x, const Source& source,
                              hn::Vec<DF> neg_max_log2e, hn::Vec<DF> max_v,
                              const SoftmaxOptions& options) {
   if constexpr (std::is_same_v<Source, StoredScores>) {
-    static_assert(!kPlain);
-    (void)k, (void)neg_max_log2e, (void)options;
-    return SoftmaxExp2(df, hn::Mul(hn::Sub(x, max_v), log2e));
+    (void)k, (void)options;
+    if constexpr (kPlain) {
+      (void)max_v;
+      return SoftmaxExp2(df, hn::MulAdd(x, log2e, neg_max_log2e));
+    } else {
+      (void)neg_max_log2e;
+      return SoftmaxExp2(df, hn::Mul(hn::Sub(x, max_v), log2e));
+    }
   } else if constexpr (kPlain) {
     return SoftmaxExp2(
         df, source.Adjust(df, k, hn::MulAdd(x, log2e, neg_max_log2e)));
@@ -317,8 +324,10 @@ HWY_INLINE void SegmentExp(DF df, const Segment& seg, const Source& row_src,
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
   const Source src = ForSegment(row_src, seg);
-  const auto log2e =
-      hn::Set(df, static_cast<float>(kPlain ? options.scale * kLog2e : kLog2e));
+  const auto log2e = hn::Set(
+      df, static_cast<float>(kPlain && !std::is_same_v<Source, StoredScores>
+                                 ? options.scale * kLog2e
+                                 : kLog2e));
   const auto neg_max_log2e = hn::Set(df, NegMaxLog2e(max));
   const auto max_v = hn::Set(df, max);
   const auto exp_at = [&](hn::Vec<DF> x, const auto& source, std::size_t k)

@@ -363,9 +363,15 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
 // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
 // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
 // argument, as do scales whose scale log2 e would overflow. Rows with a
-// bias or a softcap never take it.
+// bias or a softcap never take it: rows with an additive part take it over
+// their stored transformed scores under the limit on max alone
+// (PlainArgumentMax).
+HWY_INLINE bool PlainArgumentMax(float max) {
+  return std::fabs(max * kLog2e) <= 0x1p20;
+}
+
 HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
-  return options.softcap <= 0.0f && std::fabs(max * kLog2e) <= 0x1p20 &&
+  return options.softcap <= 0.0f && PlainArgumentMax(max) &&
          std::fabs(options.scale * kLog2e) <= FLT_MAX;
 }
 
@@ -424,7 +430,6 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
                                   const SoftmaxOptions& options, float sink,
                                   float* lse, SoftmaxPartStats* part,
                                   detail::RowPrefetch& prefetch) {
-  constexpr bool kBias = Source::kAdditive;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
   const float row_max = RowMax(df, row, src, options);
@@ -448,7 +453,12 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     return;
   }
   const float max = std::max(row_max, sink);
-  const bool plain = !kBias && PlainArgument(max, options);
+  // Stored transformed scores t (kStoresTransformed: every source with an
+  // additive part) take the one-FMA argument t log2 e + (-max log2 e) under
+  // the same limit on max as the plain path (the scale and softcap are
+  // already in t).
+  const bool plain = kStoresTransformed<Source> ? PlainArgumentMax(max)
+                                                : PlainArgument(max, options);
   // Passes 2 and 3 run over `live`: for sources that find masked ends,
   // each segment's live keys, the ends stored as 0 here.
   RowSegments live = row;
@@ -475,8 +485,14 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     // (nor its keep bytes refilled tile by tile).
     live.ForEach(StoredScores{}, [&](const Segment& seg, void*,
                                      const StoredScores&) RLX_INLINE_LAMBDA {
-      SegmentExp<false>(df, Segment{seg.work, seg.work, seg.k0, seg.n},
-                        StoredScores{}, options, max, prefetch, sum_lo, sum_hi);
+      const Segment stored{seg.work, seg.work, seg.k0, seg.n};
+      if (plain) {
+        SegmentExp<true>(df, stored, StoredScores{}, options, max, prefetch,
+                         sum_lo, sum_hi);
+      } else {
+        SegmentExp<false>(df, stored, StoredScores{}, options, max, prefetch,
+                          sum_lo, sum_hi);
+      }
     });
   } else {
     live.ForEach(src, [&](const Segment& seg, void*,

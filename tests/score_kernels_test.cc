@@ -501,20 +501,44 @@ TEST_P(ScoreKernelsTest, FullyMaskedRowsAreZeroNeverNaN) {
 
 // Scores far from 0: the one-FMA exp argument rounds -max log2 e, a shift
 // common to the row that must cancel (up to |max log2 e| = 2^20, 7.2e5 here),
-// and beyond it the two-step argument takes over (8e5, 3e6).
+// and beyond it the two-step argument takes over (8e5, 3e6). Rows with a
+// materialised bias take the one-FMA form over their stored transformed
+// scores under the same limit: a causal -inf bias with finite terms, the
+// offset in the scores or in the bias, and a softcap (applied before the
+// bias) on the biased rows.
 TEST_P(ScoreKernelsTest, LargeScoresKeepTheirPrecision) {
+  const Shape4 shape{1, 2, 3, 70};
+  std::vector<float> causal_bias(shape.rows() * shape.k_len);
+  for (std::size_t r = 0; r < shape.rows(); ++r) {
+    for (std::size_t k = 0; k < shape.k_len; ++k) {
+      // Row r is query q = r % 3 at position 67 + q of 70 keys.
+      causal_bias[r * shape.k_len + k] =
+          k > 67 + r % 3 ? -kInf : -0.01f * static_cast<float>(k % 7);
+    }
+  }
   for (float offset : {1.0e3f, -5.0e4f, 7.2e5f, -7.2e5f, 8.0e5f, 3.0e6f}) {
     for (float scale : {1.0f, 0.125f}) {
-      Config c;
-      c.shape = {1, 2, 3, 70};
-      c.mask = MaskSpec::causal();
-      c.options = SoftmaxOptions{scale, 0.0f};
-      c.scores = [offset](std::size_t, std::size_t h, std::size_t q,
-                          std::size_t k) {
-        return offset + RandomScore(h * 1000 + q * 70 + k);
-      };
-      c.name = "large offset";
-      ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false)) << offset;
+      for (int biased = 0; biased < 4; ++biased) {
+        // 0: causal rule; 1: bias, offset scores; 2: bias, offset bias;
+        // 3: as 1 with a softcap of 30.
+        std::vector<float> bias = causal_bias;
+        if (biased == 2) {
+          for (float& b : bias) b += offset;  // -inf stays -inf
+        }
+        Config c;
+        c.shape = shape;
+        c.mask = biased == 0 ? MaskSpec::causal()
+                             : MaskSpec::bias(bias.data(), shape);
+        c.options = SoftmaxOptions{scale, biased == 3 ? 30.0f : 0.0f};
+        const float score_offset = biased == 2 ? 0.0f : offset;
+        c.scores = [score_offset](std::size_t, std::size_t h, std::size_t q,
+                                  std::size_t k) {
+          return score_offset + RandomScore(h * 1000 + q * 70 + k);
+        };
+        c.name = "large offset";
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false))
+            << offset << " biased " << biased;
+      }
     }
   }
 }
