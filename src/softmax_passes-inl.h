@@ -280,8 +280,8 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // only when both constants are finite. Stored transformed scores t
 // (StoredScores) take t log2 e + (-max log2 e) under the same limit on max
 // (kPlain there). Otherwise it is (t - max) log2 e, which never overflows on
-// the way. Lane sums are widened into sum_lo and
-// sum_hi (AddWide) every kBlock steps (below).
+// the way. Lane sums are widened into sum_lo and sum_hi (AddWide) every
+// kBlock steps (below).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
 // constants come from ExpConstants.
@@ -415,8 +415,9 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   if (k < n) partial(k, n - k);
 }
 
-// Pass 2 of one segment with the row's choice of the plain argument (never with
-// a bias: only sources without one instantiate it). Inlined: out of line, the
+// Pass 2 of one segment with the row's choice of the plain argument (never
+// with a bias read in pass 2: sources with one run their stored scores,
+// StoredScores, through it). Inlined: out of line, the
 // call per segment measured 4-9% slower on short 16-bit rows (D2wf16).
 template <class DF, class Source>
 HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,

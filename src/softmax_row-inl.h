@@ -362,10 +362,10 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
 // every argument by up to |max log2 e| 2^-24: a common factor that cancels
 // in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
 // below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
-// argument, as do scales whose scale log2 e would overflow. Rows with a
-// bias or a softcap never take it: rows with an additive part take it over
-// their stored transformed scores under the limit on max alone
-// (PlainArgumentMax).
+// argument, as do scales whose scale log2 e would overflow, and rows with a
+// softcap. Rows with an additive part take the one FMA over the transformed
+// scores pass 1 stored, scale, softcap and bias included, under the limit on
+// max alone (PlainArgumentMax).
 HWY_INLINE bool PlainArgumentMax(float max) {
   return std::fabs(max * kLog2e) <= 0x1p20;
 }
@@ -485,14 +485,8 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
     // (nor its keep bytes refilled tile by tile).
     live.ForEach(StoredScores{}, [&](const Segment& seg, void*,
                                      const StoredScores&) RLX_INLINE_LAMBDA {
-      const Segment stored{seg.work, seg.work, seg.k0, seg.n};
-      if (plain) {
-        SegmentExp<true>(df, stored, StoredScores{}, options, max, prefetch,
-                         sum_lo, sum_hi);
-      } else {
-        SegmentExp<false>(df, stored, StoredScores{}, options, max, prefetch,
-                          sum_lo, sum_hi);
-      }
+      RowExp(df, Segment{seg.work, seg.work, seg.k0, seg.n}, StoredScores{},
+             options, max, plain, prefetch, sum_lo, sum_hi);
     });
   } else {
     live.ForEach(src, [&](const Segment& seg, void*,
