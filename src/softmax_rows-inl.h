@@ -445,6 +445,53 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     batched = 0;
     batch_keys = 0;
   };
+  // Decode steps (q_len 1, f32, no ALiBi): the heads of a batch entry
+  // share its kept intervals and lie one head stride apart, so a run of
+  // them takes its rows with a stride and a counter, not the general loop's
+  // per-row index, offsets and slot bookkeeping (below).
+  if constexpr (f32) {
+    if (!alibi && shape.q_len == 1) {
+      const std::size_t in_head = shape.heads == 1 ? 0 : in.strides.head;
+      const std::size_t out_head = shape.heads == 1 ? 0 : out.strides.head;
+      for (std::size_t r = rows.begin; r < rows.end;) {
+        const detail::RowIndex first = detail::RowIndexOf(shape, r);
+        const std::size_t run_end =
+            std::min(rows.end, r + (shape.heads - first.h));
+        KeptKeys* const run_kept = &kept_ring.slots[0];
+        ::new (static_cast<void*>(run_kept))
+            KeptKeys(detail::KeptKeysOf(mask, rules, first.b, 0, 1, n));
+        keys = run_kept->size();
+        if (run_kept->count == 0 || keys > kPlainRowKeys) {
+          GeneralRowsOf<kType>(in, out, mask, options, {r, run_end});
+          r = run_end;
+          continue;
+        }
+        const std::size_t per_batch =
+            std::min(batch_rows, kPlainBatchKeys / keys);
+        const Elem<kType>* s =
+            in_base + detail::RowOffset(shape, in.strides, first);
+        Elem<kType>* o =
+            out_base + detail::RowOffset(shape, out.strides, first);
+        for (detail::RowIndex i = first; r < run_end;
+             ++r, ++i.h, s += in_head, o += out_head) {
+          PlainRow& row = plain[batched];
+          row.kept = row.row_kept = run_kept;
+          row.in = s;
+          row.out = o;
+          row.row = o;
+          row.sink = options.sink_logits != nullptr
+                         ? options.sink_logits[i.h]
+                         : -std::numeric_limits<float>::infinity();
+          row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
+          batch[batched++] = {r, i};
+          batch_keys += keys;
+          if (batched == per_batch) run_batch();
+        }
+        if (batched != 0) run_batch();
+      }
+      return;
+    }
+  }
   // Rows [general_begin, r) wait for GeneralRowsOf.
   std::size_t general_begin = rows.begin;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);

@@ -277,6 +277,87 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
   }
 }
 
+// Single-query rows (a decode step) run as runs of heads that share their
+// batch entry's kept intervals (src/softmax_rows-inl.h). Every row range,
+// starting and ending inside a batch entry or across entries, gives its
+// rows exactly the whole call's bits (a row's result never depends on its
+// range) and leaves the other rows alone; the whole call matches the
+// oracle. Entries keep from none to more than a plain row's 1024 keys, and
+// rows the batches hand back (a +inf, a NaN or no finite score) sit in the
+// middle of runs.
+TEST_P(SoftmaxExtTest, DecodeHeadRunsGiveEveryRowRangeTheWholeCallsBits) {
+  std::mt19937_64 rng(20261203);
+  for (const std::size_t k_len : {std::size_t{40}, std::size_t{1100}}) {
+    const Shape4 s{4, 3, 1, k_len};
+    // Query positions per entry: no key, 21 keys, k_len - 1 (a row of 1100
+    // keys: general), and 1024 keys (the longest plain row, or every key).
+    const std::int64_t positions[] = {
+        -1, 20, static_cast<std::int64_t>(k_len) - 1,
+        std::min<std::int64_t>(1023, static_cast<std::int64_t>(k_len) - 1)};
+    MaskSpec mask = MaskSpec::causal();
+    mask.query_offsets = positions;
+    const std::vector<float> sinks = {-kInf, 0.5f, 3.0f};
+    for (ScoreType type : kTypes) {
+      for (const bool zero_masked : {true, false}) {
+        testing::Tensor t = RandomScores(rng, type, s);
+        testing::Set(t.view, testing::Offset(t.view, 1, 1, 0, 3), kInf);
+        testing::Set(t.view, testing::Offset(t.view, 2, 0, 0, 5),
+                     std::numeric_limits<float>::quiet_NaN());
+        for (std::size_t k = 0; k < k_len; ++k) {
+          testing::Set(t.view, testing::Offset(t.view, 3, 2, 0, k), -kInf);
+        }
+        SoftmaxOptions options;
+        options.zero_masked = zero_masked;
+        options.sink_logits = sinks.data();
+        std::vector<float> lse_whole(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
+        std::vector<std::uint8_t> before_bytes, whole_bytes, want_bytes;
+        const ScoreView before = testing::SameViewIn(t, before_bytes);
+        const ScoreView whole = testing::SameViewIn(t, whole_bytes);
+        const ScoreView want = testing::SameViewIn(t, want_bytes);
+        options.row_lse = lse_whole.data();
+        masked_softmax(whole, mask, options);
+        SoftmaxOptions ref_options = options;
+        ref_options.row_lse = lse_want.data();
+        reference::masked_softmax(want, want, mask, ref_options,
+                                  RowRange::all(s));
+        const std::string where = std::string(testing::TypeName(type)) +
+                                  ShapeName(s) +
+                                  (zero_masked ? "" : " kept-only");
+        ASSERT_EQ(testing::SoftmaxMismatch(before, whole, want, mask, options,
+                                           lse_whole.data(), lse_want.data()),
+                  "")
+            << where;
+        for (std::size_t begin = 0; begin < s.rows(); ++begin) {
+          for (std::size_t end = begin + 1; end <= s.rows(); ++end) {
+            std::vector<std::uint8_t> got_bytes;
+            const ScoreView got = testing::SameViewIn(t, got_bytes);
+            std::vector<float> lse(s.rows(), 7.0f);
+            options.row_lse = lse.data();
+            masked_softmax(got, got, mask, options, RowRange{begin, end});
+            for (std::size_t r = 0; r < s.rows(); ++r) {
+              const bool in = begin <= r && r < end;
+              const std::size_t b = r / s.heads, h = r % s.heads;
+              for (std::size_t k = 0; k < k_len; ++k) {
+                const std::size_t at = testing::Offset(got, b, h, 0, k);
+                const double x = testing::Get(got, at);
+                const double y = testing::Get(in ? whole : before, at);
+                ASSERT_TRUE(std::memcmp(&x, &y, sizeof(x)) == 0 ||
+                            (std::isnan(x) && std::isnan(y)))
+                    << where << " rows [" << begin << "," << end << ") row "
+                    << r << " key " << k << ": " << x << " vs " << y;
+              }
+              const float l = in ? lse_whole[r] : 7.0f;
+              ASSERT_TRUE(std::memcmp(&lse[r], &l, sizeof(l)) == 0 ||
+                          (std::isnan(lse[r]) && std::isnan(l)))
+                  << where << " rows [" << begin << "," << end << ") lse " << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // gpt-oss writes the sink as an extra column of the scores: softmax over
 // [scores, sink], then drop the column. The kernel's sinks agree with that.
 TEST_P(SoftmaxExtTest, SinksEqualTheExtraColumnFormulation) {
