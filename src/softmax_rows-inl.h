@@ -445,52 +445,75 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     batched = 0;
     batch_keys = 0;
   };
-  // Decode steps (q_len 1, f32, no ALiBi): the heads of a batch entry
+  // Row r (index i, at s and o) joins the batch, its kept intervals at
+  // `row_kept` (f32 rows run in place in it; 16-bit rows' kept keys are
+  // packed into the scratch, exactly, their maximum taken on the way: pass
+  // 1).
+  const auto join_batch = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
+                              const Elem<kType>* s, Elem<kType>* o,
+                              const KeptKeys* row_kept) {
+    row.sink = options.sink_logits != nullptr
+                   ? options.sink_logits[i.h]
+                   : -std::numeric_limits<float>::infinity();
+    row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
+    row.row = o;
+    row.row_kept = row_kept;
+    if constexpr (f32) {
+      row.kept = row_kept;
+      row.in = s;
+      row.out = o;
+    } else {
+      float* const work = scratch + batch_keys;
+      auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
+      std::size_t at = 0;
+      for (std::size_t j = 0; j < row_kept->count; ++j) {
+        const KeyInterval& iv = row_kept->intervals[j];
+        max =
+            ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(), max);
+        row.packed.intervals[j] = {at, at + iv.size()};
+        at += iv.size();
+      }
+      row.packed.count = row_kept->count;
+      row.kept = &row.packed;
+      row.in = row.out = work;
+      row.raw_max = MaxOfLanesExact(df, max);
+    }
+    batch[batched++] = {r, i};
+    batch_keys += keys;  // row_kept->size()
+  };
+  // Decode steps (q_len 1, no ALiBi): the heads of a batch entry
   // share its kept intervals and lie one head stride apart, so a run of
   // them takes its rows with a stride and a counter, not the general loop's
   // per-row index, offsets and slot bookkeeping (below).
-  if constexpr (f32) {
-    if (!alibi && shape.q_len == 1) {
-      const std::size_t in_head = shape.heads == 1 ? 0 : in.strides.head;
-      const std::size_t out_head = shape.heads == 1 ? 0 : out.strides.head;
-      for (std::size_t r = rows.begin; r < rows.end;) {
-        const detail::RowIndex first = detail::RowIndexOf(shape, r);
-        const std::size_t run_end =
-            std::min(rows.end, r + (shape.heads - first.h));
-        KeptKeys* const run_kept = &kept_ring.slots[0];
-        ::new (static_cast<void*>(run_kept))
-            KeptKeys(detail::KeptKeysOf(mask, rules, first.b, 0, 1, n));
-        keys = run_kept->size();
-        if (run_kept->count == 0 || keys > kPlainRowKeys) {
-          GeneralRowsOf<kType>(in, out, mask, options, {r, run_end});
-          r = run_end;
-          continue;
-        }
-        const std::size_t per_batch =
-            std::min(batch_rows, kPlainBatchKeys / keys);
-        const Elem<kType>* s =
-            in_base + detail::RowOffset(shape, in.strides, first);
-        Elem<kType>* o =
-            out_base + detail::RowOffset(shape, out.strides, first);
-        for (detail::RowIndex i = first; r < run_end;
-             ++r, ++i.h, s += in_head, o += out_head) {
-          PlainRow& row = plain[batched];
-          row.kept = row.row_kept = run_kept;
-          row.in = s;
-          row.out = o;
-          row.row = o;
-          row.sink = options.sink_logits != nullptr
-                         ? options.sink_logits[i.h]
-                         : -std::numeric_limits<float>::infinity();
-          row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
-          batch[batched++] = {r, i};
-          batch_keys += keys;
-          if (batched == per_batch) run_batch();
-        }
-        if (batched != 0) run_batch();
+  if (!alibi && shape.q_len == 1) {
+    const std::size_t in_head = shape.heads == 1 ? 0 : in.strides.head;
+    const std::size_t out_head = shape.heads == 1 ? 0 : out.strides.head;
+    for (std::size_t r = rows.begin; r < rows.end;) {
+      const detail::RowIndex first = detail::RowIndexOf(shape, r);
+      const std::size_t run_end =
+          std::min(rows.end, r + (shape.heads - first.h));
+      KeptKeys* const run_kept = &kept_ring.slots[0];
+      ::new (static_cast<void*>(run_kept))
+          KeptKeys(detail::KeptKeysOf(mask, rules, first.b, 0, 1, n));
+      keys = run_kept->size();
+      if (run_kept->count == 0 || keys > kPlainRowKeys) {
+        GeneralRowsOf<kType>(in, out, mask, options, {r, run_end});
+        r = run_end;
+        continue;
       }
-      return;
+      const std::size_t per_batch =
+          std::min(batch_rows, kPlainBatchKeys / keys);
+      const Elem<kType>* s =
+          in_base + detail::RowOffset(shape, in.strides, first);
+      Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, first);
+      for (detail::RowIndex i = first; r < run_end;
+           ++r, ++i.h, s += in_head, o += out_head) {
+        join_batch(plain[batched], r, i, s, o, run_kept);
+        if (batched == per_batch) run_batch();
+      }
+      if (batched != 0) run_batch();
     }
+    return;
   }
   // Rows [general_begin, r) wait for GeneralRowsOf.
   std::size_t general_begin = rows.begin;
@@ -542,39 +565,9 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       GeneralRowsOf<kType>(in, out, mask, options, {general_begin, r});
     }
     general_begin = r + 1;
-    const Elem<kType>* s = in_base + detail::RowOffset(shape, in.strides, i);
-    Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, i);
-    row.sink = options.sink_logits != nullptr
-                   ? options.sink_logits[i.h]
-                   : -std::numeric_limits<float>::infinity();
-    row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
-    row.row = o;
-    row.row_kept = kept;
-    if constexpr (f32) {
-      row.kept = kept;
-      row.in = s;
-      row.out = o;
-    } else {
-      // The kept keys, packed into the scratch, exactly; their maximum on
-      // the way (pass 1).
-      float* const work = scratch + batch_keys;
-      auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
-      std::size_t at = 0;
-      for (std::size_t j = 0; j < kept->count; ++j) {
-        const KeyInterval& iv = kept->intervals[j];
-        max =
-            ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(), max);
-        row.packed.intervals[j] = {at, at + iv.size()};
-        at += iv.size();
-      }
-      row.packed.count = kept->count;
-      row.kept = &row.packed;
-      row.in = row.out = work;
-      row.raw_max = MaxOfLanesExact(df, max);
-    }
+    join_batch(row, r, i, in_base + detail::RowOffset(shape, in.strides, i),
+               out_base + detail::RowOffset(shape, out.strides, i), kept);
     slot_taken = true;
-    batch[batched++] = {r, i};
-    batch_keys += keys;
   }
   if (batched != 0) run_batch();
   if (general_begin < rows.end) {
