@@ -30,6 +30,11 @@
 //       floor's plain softmax (bench/floors.h) on exactly those keys, in
 //       place at D1's row stride: what the kernel's per-row and per-call
 //       work costs over the floor with the same keys in the same memory
+//   kept_softmax_floor_in_place/<workload>/<target>  (D1, D2, D2w, D3) the
+//       floor's plain softmax in place on each row's largest kept interval
+//       (without the Decode token key), at the workload's own row stride
+//       and alignment: what the floor itself pays for the layout the
+//       kernel is given (kept_softmax_floor slices the kept keys out)
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -104,6 +109,41 @@ void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
   }
   SetCounters(state, static_cast<double>(rows * len), sizeof(float),
               static_cast<double>(rows * len));
+}
+
+// The floor in place in a copy of w's rows, on each row's largest kept
+// interval (a Decode row's window or context, without its token key):
+// what the floor's recipe costs at the rows' own layout and stride, where
+// the kernel has to work. With the padding of BM_RowHeadFloor.
+void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
+                     const std::string& target) {
+  TargetScope scope(target);
+  constexpr std::size_t kPadFloats = 64;  // the widest vector: 2048-bit SVE
+  auto* data =
+      static_cast<float*>(Scratch(1, w->bytes() + kPadFloats * sizeof(float)));
+  std::memcpy(data, Data(*w).scores, w->bytes());  // f32, contiguous
+  const Shape4& s = w->shape;
+  std::vector<std::size_t> begin, lens;
+  std::size_t keys = 0;
+  for (std::size_t r = 0; r < s.rows(); ++r) {
+    const KeptKeys kept = kept_keys(Data(*w).mask, r / (s.heads * s.q_len),
+                                    r % s.q_len, s.q_len, s.k_len);
+    KeyInterval largest;
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      if (kept.intervals[j].size() > largest.size()) {
+        largest = kept.intervals[j];
+      }
+    }
+    begin.push_back(r * s.k_len + largest.begin);
+    lens.push_back(largest.size());
+    keys += largest.size();
+  }
+  for (auto _ : state) {
+    KeptSoftmaxFloor(data, begin.data(), lens.data(), begin.size());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(keys), sizeof(float),
+              static_cast<double>(keys));
 }
 
 // Per head, for the whole process (the options point into them).
@@ -241,6 +281,11 @@ void Register(const Workload& w, const std::string& target) {
     Add(w, target, "D2keptonly", Data(w).mask, kept_only);
   } else if (w.name == "D1" || w.name == "D2w" || w.name == "D3") {
     Add(w, target, (w.name + "keptonly").c_str(), Data(w).mask, kept_only);
+  }
+  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3") {
+    Configure(benchmark::RegisterBenchmark(
+        BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
+        BM_InPlaceFloor, &w, target));
   }
   if (w.name == "D1") {
     for (const std::size_t keys : {std::size_t{16}, std::size_t{301}}) {
