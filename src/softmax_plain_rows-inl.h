@@ -287,13 +287,11 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
                                 detail::RowPrefetch* prefetch) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   float max[kPlainBatchRows];
+  unsigned general = 0;
   for (std::size_t g = 0; g < count; ++g) {
     max[g] = kType == ScoreType::kF32 || kAlibi
                  ? PlainRowMax<kAlibi>(df, rows[g], options.scale)
                  : rows[g].raw_max;
-  }
-  unsigned general = 0;
-  for (std::size_t g = 0; g < count; ++g) {
     // As RowMax and SoftmaxSegments decide: the scale applies to the raw
     // maximum alone (scale >= 0; ALiBi's maximum is already transformed),
     // and the sink joins it.

@@ -396,16 +396,16 @@ HWY_INLINE double PlainShift(float max, bool plain) {
 // that it still cancels.
 HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
                           float* lse, float* inv_sum) {
-  const double shift = PlainShift(max, plain);
+  // The shift only where a term needs it: not on the common path.
   if (sink != -std::numeric_limits<float>::infinity()) {
-    sum += std::exp(static_cast<double>(sink) - max + shift);
+    sum += std::exp(static_cast<double>(sink) - max + PlainShift(max, plain));
   }
   if (!(sum > 0.0)) {
     if (lse != nullptr) *lse = std::numeric_limits<float>::quiet_NaN();
     return false;
   }
   if (lse != nullptr) {
-    *lse = static_cast<float>(max + (std::log(sum) - shift));
+    *lse = static_cast<float>(max + (std::log(sum) - PlainShift(max, plain)));
   }
   *inv_sum = static_cast<float>(1.0 / sum);
   return true;

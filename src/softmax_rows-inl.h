@@ -431,12 +431,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     // As in GeneralRowsOf: the rest of the plan, then the fill, whose
     // stores drain while the next rows load.
     if (plan != nullptr && finish_prefetch) prefetch.Finish();
-    for (std::size_t g = 0; g < batched; ++g) {
-      FillMasked<kType>(static_cast<Elem<kType>*>(plain[g].row),
-                        options.zero_masked ? WholeRow(n) : *plain[g].row_kept,
+    // Kept-only: a plain row's passes cover its kept_keys exactly, so no
+    // masked key inside them is left to write.
+    for (std::size_t g = 0; options.zero_masked && g < batched; ++g) {
+      FillMasked<kType>(static_cast<Elem<kType>*>(plain[g].row), WholeRow(n),
                         *plain[g].row_kept, Elem<kType>{});
     }
-    for (std::size_t g = 0; g < batched; ++g) {
+    for (std::size_t g = 0; general != 0 && g < batched; ++g) {
       if (general & (1u << g)) {
         GeneralRowsOf<kType>(in, out, mask, options,
                              {batch[g].r, batch[g].r + 1});
