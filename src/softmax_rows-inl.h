@@ -312,9 +312,13 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     // next row's max pass loads, instead of queueing in front of this
     // row's exp stores. Kept-only writes leave the keys outside kept_keys
     // alone, but write the masked ones inside it, as the default mode does.
-    FillMasked<kType>(reinterpret_cast<Elem<kType>*>(o),
-                      options.zero_masked ? all_keys : kept, *pass_kept,
-                      Elem<kType>{});
+    // Rows of a dense part read directly have no key outside their one
+    // whole segment (within the part's keys), so nothing to fill.
+    if (!dense_rows) {
+      FillMasked<kType>(reinterpret_cast<Elem<kType>*>(o),
+                        options.zero_masked ? all_keys : kept, *pass_kept,
+                        Elem<kType>{});
+    }
   }
 }
 
