@@ -276,71 +276,129 @@ HWY_INLINE void PlainRowNormalize(DF df, const KeptKeys& kept, float* out,
   }
 }
 
+// Pass 1 of a batch: each row's maximum, with its sink, and a bit per row
+// that leaves for the general code (its maximum is not finite, or too large
+// for the plain argument).
+struct PlainMaxima {
+  float max[kPlainBatchRows];
+  unsigned general = 0;
+};
+
+// Pass 1 of row g of `rows` into *maxima.
+template <ScoreType kType, bool kAlibi, class DF>
+HWY_INLINE void PlainRowMaxOf(DF df, const PlainRow* rows, std::size_t g,
+                              const SoftmaxOptions& options,
+                              PlainMaxima* maxima) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float raw = kType == ScoreType::kF32 || kAlibi
+                        ? PlainRowMax<kAlibi>(df, rows[g], options.scale)
+                        : rows[g].raw_max;
+  // As RowMax and SoftmaxSegments decide: the scale applies to the raw
+  // maximum alone (scale >= 0; ALiBi's maximum is already transformed), and
+  // the sink joins it.
+  const float scaled = kAlibi ? raw : options.scale * raw;
+  const float max = std::max(scaled, rows[g].sink);
+  maxima->max[g] = max;
+  if (!(std::fabs(scaled) < kInf) || !PlainArgument(max, options) ||
+      (kAlibi && !(std::fabs(rows[g].alibi.neg_slope * kLog2e) <= FLT_MAX))) {
+    maxima->general |= 1u << g;
+  }
+}
+
+// Pass 3 of a row whose exps summed to 1 / inv_sum (nan: to NaN, a kept
+// NaN score: NaN on every kept key, as plain softmax gives).
+template <ScoreType kType, class DF>
+HWY_INLINE void PlainRowNormalizeOf(DF df, const PlainRow& plain_row,
+                                    float inv_sum, bool nan) {
+  const KeptKeys& kept = *plain_row.row_kept;
+  auto* row = static_cast<Elem<kType>*>(plain_row.row);
+  if (nan) {
+    const Elem<kType> value =
+        ElemFromF32<kType>(std::numeric_limits<float>::quiet_NaN());
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      FillRun<kType>(row, kept.intervals[j].begin, kept.intervals[j].end,
+                     value);
+    }
+  } else if constexpr (kType == ScoreType::kF32) {
+    PlainRowNormalize(df, kept, row, inv_sum);
+  } else {
+    // Into the row type, interval by interval from the packed scratch.
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      SegmentNormalize<kType>(
+          df, plain_row.out + plain_row.kept->intervals[j].begin,
+          row + kept.intervals[j].begin, kept.intervals[j].size(), inv_sum);
+    }
+  }
+}
+
 // The softmax of `count` (<= kPlainBatchRows) rows of type kType, pass by
-// pass; `prefetch`
-// (or null) steps once per exp step. Returns a bit per row that it did not
-// take: rows whose maximum is not finite, or too large for the plain argument;
-// nothing of theirs is written, and the caller runs them with the general code.
+// pass: every row's maximum, every row's exps, every reciprocal (their
+// divides overlap), every normalisation. `prefetch` (or null) steps once per
+// exp step. Returns the bits of the rows that left (PlainMaxima): nothing
+// of theirs is written, and the caller runs them with the general code.
 template <ScoreType kType, bool kAlibi, class DF>
 HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
                                 const SoftmaxOptions& options,
                                 detail::RowPrefetch* prefetch) {
-  constexpr float kInf = std::numeric_limits<float>::infinity();
-  float max[kPlainBatchRows];
-  unsigned general = 0;
+  PlainMaxima maxima;
   for (std::size_t g = 0; g < count; ++g) {
-    max[g] = kType == ScoreType::kF32 || kAlibi
-                 ? PlainRowMax<kAlibi>(df, rows[g], options.scale)
-                 : rows[g].raw_max;
-    // As RowMax and SoftmaxSegments decide: the scale applies to the raw
-    // maximum alone (scale >= 0; ALiBi's maximum is already transformed),
-    // and the sink joins it.
-    const float scaled = kAlibi ? max[g] : options.scale * max[g];
-    max[g] = std::max(scaled, rows[g].sink);
-    if (!(std::fabs(scaled) < kInf) || !PlainArgument(max[g], options) ||
-        (kAlibi && !(std::fabs(rows[g].alibi.neg_slope * kLog2e) <= FLT_MAX))) {
-      general |= 1u << g;
-    }
+    PlainRowMaxOf<kType, kAlibi>(df, rows, g, options, &maxima);
   }
+  const unsigned general = maxima.general;
   double sum[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    sum[g] = PlainRowExp<kAlibi>(df, rows[g], options.scale, max[g], prefetch);
+    sum[g] = PlainRowExp<kAlibi>(df, rows[g], options.scale, maxima.max[g],
+                                 prefetch);
   }
-  // Every reciprocal before any normalisation: their divides overlap.
   float inv_sum[kPlainBatchRows];
   unsigned nan = 0;
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    if (!FinishSum(sum[g], max[g], /*plain=*/true, rows[g].sink, rows[g].lse,
-                   &inv_sum[g])) {
+    if (!FinishSum(sum[g], maxima.max[g], /*plain=*/true, rows[g].sink,
+                   rows[g].lse, &inv_sum[g])) {
       nan |= 1u << g;
     }
   }
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    const KeptKeys& kept = *rows[g].row_kept;
-    auto* row = static_cast<Elem<kType>*>(rows[g].row);
-    if (nan & (1u << g)) {
-      const Elem<kType> value =
-          ElemFromF32<kType>(std::numeric_limits<float>::quiet_NaN());
-      for (std::size_t j = 0; j < kept.count; ++j) {
-        FillRun<kType>(row, kept.intervals[j].begin, kept.intervals[j].end,
-                       value);
-      }
-    } else if constexpr (kType == ScoreType::kF32) {
-      PlainRowNormalize(df, kept, row, inv_sum[g]);
-    } else {
-      // Into the row type, interval by interval from the packed scratch.
-      for (std::size_t j = 0; j < kept.count; ++j) {
-        SegmentNormalize<kType>(df,
-                                rows[g].out + rows[g].kept->intervals[j].begin,
-                                row + kept.intervals[j].begin,
-                                kept.intervals[j].size(), inv_sum[g]);
-      }
-    }
+    PlainRowNormalizeOf<kType>(df, rows[g], inv_sum[g], (nan >> g) & 1u);
   }
   return general;
+}
+
+// PlainRows for a batch whose pass 1 is done (`maxima`), carrying the next
+// batch's: its `next_count` rows (`next`) take their pass 1 here, into
+// *next_maxima, one row between two of this batch's exps. A batch's pass 1
+// reads its rows from L2 when they outgrow L1 (a decode step's), and alone
+// it has no arithmetic to hide the reads behind; beside these exps the
+// out-of-order core overlaps them, as it does for a plain softmax run row
+// by row, while each row's own passes stay a whole batch apart (a short
+// row's chains need that). No row's arithmetic changes.
+template <ScoreType kType, class DF>
+HWY_NOINLINE void PlainRowsCarrying(
+    DF df, const PlainRow* rows, std::size_t count,
+    const SoftmaxOptions& options, const PlainMaxima& maxima,
+    const PlainRow* next, std::size_t next_count, PlainMaxima* next_maxima) {
+  const unsigned general = maxima.general;
+  float inv_sum[kPlainBatchRows];
+  unsigned nan = 0;
+  for (std::size_t g = 0; g < std::max(count, next_count); ++g) {
+    if (g < next_count) {
+      PlainRowMaxOf<kType, false>(df, next, g, options, next_maxima);
+    }
+    if (g >= count || (general & (1u << g))) continue;
+    const double sum =
+        PlainRowExp<false>(df, rows[g], options.scale, maxima.max[g], nullptr);
+    if (!FinishSum(sum, maxima.max[g], /*plain=*/true, rows[g].sink,
+                   rows[g].lse, &inv_sum[g])) {
+      nan |= 1u << g;
+    }
+  }
+  for (std::size_t g = 0; g < count; ++g) {
+    if (general & (1u << g)) continue;
+    PlainRowNormalizeOf<kType>(df, rows[g], inv_sum[g], (nan >> g) & 1u);
+  }
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

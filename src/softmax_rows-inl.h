@@ -396,6 +396,22 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   std::size_t batched = 0;
   PlainRow plain[kPlainBatchRows];
   std::size_t batch_keys = 0;
+  // After a batch's passes: the fill (its stores drain while the next rows
+  // load, as in GeneralRowsOf), then the rows that left for the general
+  // code. Kept-only: a plain row's passes cover its kept_keys exactly, so
+  // no masked key inside them is left to write.
+  const auto settle = [&](const PlainRow* rows_of, const BatchRow* at,
+                          std::size_t count, unsigned general) {
+    for (std::size_t g = 0; options.zero_masked && g < count; ++g) {
+      FillMasked<kType>(static_cast<Elem<kType>*>(rows_of[g].row), WholeRow(n),
+                        *rows_of[g].row_kept, Elem<kType>{});
+    }
+    for (std::size_t g = 0; general != 0 && g < count; ++g) {
+      if (general & (1u << g)) {
+        GeneralRowsOf<kType>(in, out, mask, options, {at[g].r, at[g].r + 1});
+      }
+    }
+  };
   const auto run_batch = [&] {
     // The next as many rows, when they lie within twice their own bytes
     // (the rows of one head, or of a whole decode step).
@@ -432,31 +448,19 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     const unsigned general =
         alibi ? PlainRows<kType, true>(df, plain, batched, options, plan)
               : PlainRows<kType, false>(df, plain, batched, options, plan);
-    // As in GeneralRowsOf: the rest of the plan, then the fill, whose
-    // stores drain while the next rows load.
+    // As in GeneralRowsOf: the rest of the plan, then the fill.
     if (plan != nullptr && finish_prefetch) prefetch.Finish();
-    // Kept-only: a plain row's passes cover its kept_keys exactly, so no
-    // masked key inside them is left to write.
-    for (std::size_t g = 0; options.zero_masked && g < batched; ++g) {
-      FillMasked<kType>(static_cast<Elem<kType>*>(plain[g].row), WholeRow(n),
-                        *plain[g].row_kept, Elem<kType>{});
-    }
-    for (std::size_t g = 0; general != 0 && g < batched; ++g) {
-      if (general & (1u << g)) {
-        GeneralRowsOf<kType>(in, out, mask, options,
-                             {batch[g].r, batch[g].r + 1});
-      }
-    }
+    settle(plain, batch, batched, general);
     batched = 0;
     batch_keys = 0;
   };
-  // Row r (index i, at s and o) joins the batch, its kept intervals at
+  // The batch row of row r (index i, at s and o), its kept intervals at
   // `row_kept` (f32 rows run in place in it; 16-bit rows' kept keys are
-  // packed into the scratch, exactly, their maximum taken on the way: pass
-  // 1).
-  const auto join_batch = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
-                              const Elem<kType>* s, Elem<kType>* o,
-                              const KeptKeys* row_kept) {
+  // packed into the scratch after the batch's keys so far, exactly, their
+  // maximum taken on the way: pass 1).
+  const auto fill_row = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
+                            const Elem<kType>* s, Elem<kType>* o,
+                            const KeptKeys* row_kept) {
     row.sink = options.sink_logits != nullptr
                    ? options.sink_logits[i.h]
                    : -std::numeric_limits<float>::infinity();
@@ -483,6 +487,12 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       row.in = row.out = work;
       row.raw_max = MaxOfLanesExact(df, max);
     }
+  };
+  // Row r joins the batch.
+  const auto join_batch = [&](std::size_t r, detail::RowIndex i,
+                              const Elem<kType>* s, Elem<kType>* o,
+                              const KeptKeys* row_kept) {
+    fill_row(plain[batched], r, i, s, o, row_kept);
     batch[batched++] = {r, i};
     batch_keys += keys;  // row_kept->size()
   };
@@ -511,9 +521,44 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       const Elem<kType>* s =
           in_base + detail::RowOffset(shape, in.strides, first);
       Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, first);
-      for (detail::RowIndex i = first; r < run_end;
-           ++r, ++i.h, s += in_head, o += out_head) {
-        join_batch(plain[batched], r, i, s, o, run_kept);
+      detail::RowIndex i = first;
+      if (f32 && !prefetch_rows) {
+        // A small step (its rows in L2, which no plan fetches): each
+        // batch's exps carry the next batch's pass 1 (PlainRows' `next`).
+        PlainRow next_plain[kPlainBatchRows];
+        BatchRow next_batch[kPlainBatchRows];
+        PlainRow* cur = plain;
+        PlainRow* nxt = next_plain;
+        BatchRow* cur_at = batch;
+        BatchRow* nxt_at = next_batch;
+        const auto take = [&](PlainRow* to, BatchRow* at) {
+          std::size_t count = 0;
+          for (; count < per_batch && r < run_end;
+               ++count, ++r, ++i.h, s += in_head, o += out_head) {
+            fill_row(to[count], r, i, s, o, run_kept);
+            at[count] = {r, i};
+          }
+          return count;
+        };
+        PlainMaxima maxima[2];
+        std::size_t count = take(cur, cur_at);
+        for (std::size_t g = 0; g < count; ++g) {
+          PlainRowMaxOf<kType, false>(df, cur, g, options, &maxima[0]);
+        }
+        for (std::size_t slot = 0; count != 0; slot ^= 1) {
+          const std::size_t next_count = take(nxt, nxt_at);
+          maxima[slot ^ 1] = PlainMaxima{};
+          PlainRowsCarrying<kType>(df, cur, count, options, maxima[slot], nxt,
+                                   next_count, &maxima[slot ^ 1]);
+          settle(cur, cur_at, count, maxima[slot].general);
+          std::swap(cur, nxt);
+          std::swap(cur_at, nxt_at);
+          count = next_count;
+        }
+        continue;
+      }
+      for (; r < run_end; ++r, ++i.h, s += in_head, o += out_head) {
+        join_batch(r, i, s, o, run_kept);
         if (batched == per_batch) run_batch();
       }
       if (batched != 0) run_batch();
@@ -570,7 +615,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       GeneralRowsOf<kType>(in, out, mask, options, {general_begin, r});
     }
     general_begin = r + 1;
-    join_batch(row, r, i, in_base + detail::RowOffset(shape, in.strides, i),
+    join_batch(r, i, in_base + detail::RowOffset(shape, in.strides, i),
                out_base + detail::RowOffset(shape, out.strides, i), kept);
     slot_taken = true;
   }
