@@ -522,9 +522,9 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
           in_base + detail::RowOffset(shape, in.strides, first);
       Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, first);
       detail::RowIndex i = first;
+      // A small f32 step (its rows in L2, which no plan fetches): each
+      // batch's exps carry the next batch's pass 1 (PlainRowsCarrying).
       if (f32 && !prefetch_rows) {
-        // A small step (its rows in L2, which no plan fetches): each
-        // batch's exps carry the next batch's pass 1 (PlainRows' `next`).
         PlainRow next_plain[kPlainBatchRows];
         BatchRow next_batch[kPlainBatchRows];
         PlainRow* cur = plain;
@@ -543,13 +543,15 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         PlainMaxima maxima[2];
         std::size_t count = take(cur, cur_at);
         for (std::size_t g = 0; g < count; ++g) {
-          PlainRowMaxOf<kType, false>(df, cur, g, options, &maxima[0]);
+          PlainRowMaxOf<ScoreType::kF32, false>(df, cur, g, options,
+                                                &maxima[0]);
         }
         for (std::size_t slot = 0; count != 0; slot ^= 1) {
           const std::size_t next_count = take(nxt, nxt_at);
           maxima[slot ^ 1] = PlainMaxima{};
-          PlainRowsCarrying<kType>(df, cur, count, options, maxima[slot], nxt,
-                                   next_count, &maxima[slot ^ 1]);
+          PlainRowsCarrying<ScoreType::kF32>(df, cur, count, options,
+                                             maxima[slot], nxt, next_count,
+                                             &maxima[slot ^ 1]);
           settle(cur, cur_at, count, maxima[slot].general);
           std::swap(cur, nxt);
           std::swap(cur_at, nxt_at);
