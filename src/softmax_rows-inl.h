@@ -71,6 +71,14 @@ constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
 // (128 MiB) 1.3x faster with it; SL (1 MiB, from L2) 1.1-1.25x slower, as
 // the burst waits on miss buffers that L2 hits free soon anyway.
 constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
+// A plain batch's plan fetches the next batch's whole rows into L1 over
+// its exps, and is issued only when they fit in this many bytes (two thirds
+// of a 48 KiB L1d, the whole of a 32 KiB one). A larger plan evicts its own
+// first lines, and the batch's rows, before their passes read them: D2w's
+// batches of 7 rows of 4097 keys planned 112 KiB, and took 1.07-1.08x the
+// time they take without it (AVX3 on Zen 5, docs/PERFORMANCE.md); P1's
+// batches plan 16 KiB.
+constexpr std::size_t kMaxBatchPlanBytes = 32 * 1024;
 
 // The keys of the next row that a call's prefetch fetches (over this row's
 // exp steps): in the default mode all the row's (or the part's) keys, as
@@ -414,7 +422,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   };
   const auto run_batch = [&] {
     // The next as many rows, when they lie within twice their own bytes
-    // (the rows of one head, or of a whole decode step).
+    // (the rows of one head, or of a whole decode step) and fit
+    // kMaxBatchPlanBytes.
     detail::RowPrefetch* plan = nullptr;
     const std::size_t next_r = batch[batched - 1].r + 1;
     // Kept-only rows: no plan. A batch's plan is one span of whole rows,
@@ -441,8 +450,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
             (static_cast<std::size_t>(in_last - in_first) + n) * elem_bytes,
             (static_cast<std::size_t>(out_last - out_first) + n) * elem_bytes,
             0};
-        prefetch.Plan(begin, bytes, batch_keys / (4 * hn::Lanes(df)));
-        plan = &prefetch;
+        // In place, the two spans are one (Plan skips the second).
+        const std::size_t plan_bytes =
+            bytes[0] + (begin[1] == begin[0] ? 0 : bytes[1]);
+        if (plan_bytes <= kMaxBatchPlanBytes) {
+          prefetch.Plan(begin, bytes, batch_keys / (4 * hn::Lanes(df)));
+          plan = &prefetch;
+        }
       }
     }
     const unsigned general =
@@ -522,9 +536,15 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
           in_base + detail::RowOffset(shape, in.strides, first);
       Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, first);
       detail::RowIndex i = first;
-      // A small f32 step (its rows in L2, which no plan fetches): each
-      // batch's exps carry the next batch's pass 1 (PlainRowsCarrying).
-      if (f32 && !prefetch_rows) {
+      // An f32 step whose batches take no plan (a small step, kept-only,
+      // or rows too long for kMaxBatchPlanBytes), unless its rows stream
+      // from memory one by one (finish_prefetch): each batch's exps carry
+      // the next batch's pass 1 (PlainRowsCarrying), so that its reads from
+      // L2 overlap arithmetic. D2wkeptonly took 0.97x the time of batches
+      // run without carrying; D2w, bound by its fill, the same either way.
+      const bool planned = prefetch_rows && options.zero_masked &&
+                           per_batch * n * elem_bytes <= kMaxBatchPlanBytes;
+      if (f32 && !planned && !finish_prefetch) {
         PlainRow next_plain[kPlainBatchRows];
         BatchRow next_batch[kPlainBatchRows];
         PlainRow* cur = plain;
