@@ -72,12 +72,13 @@ constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
 // the burst waits on miss buffers that L2 hits free soon anyway.
 constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 // A plain batch's plan fetches the next batch's whole rows into L1 over
-// its exps, and is issued only when they fit in this many bytes (two thirds
-// of a 48 KiB L1d, the whole of a 32 KiB one). A larger plan evicts its own
-// first lines, and the batch's rows, before their passes read them: D2w's
-// batches of 7 rows of 4097 keys planned 112 KiB, and took 1.07-1.08x the
-// time they take without it (AVX3 on Zen 5, docs/PERFORMANCE.md); P1's
-// batches plan 16 KiB.
+// its exps, and is issued only when they fit in this many bytes. A plan
+// larger than L1 evicts its own first lines, and the batch's rows, before
+// their passes read them: D2w's batches of 7 rows of 4097 keys planned
+// 112 KiB and took 1.07-1.09x the time they take without one (AVX3 on Zen
+// 5, docs/PERFORMANCE.md). The bound keeps the plans of P1's batches (8
+// rows of 512 keys: 16 KiB in place, 32 KiB out of place); sizes between
+// it and D2w's are not measured.
 constexpr std::size_t kMaxBatchPlanBytes = 32 * 1024;
 
 // The keys of the next row that a call's prefetch fetches (over this row's
