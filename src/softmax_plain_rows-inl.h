@@ -11,7 +11,8 @@
 // divide feed its normalisation); on a short row they, not the arithmetic,
 // set the time. In a batch the next row's independent work fills them.
 // 16-bit rows are converted into an f32 scratch first (their maximum taken
-// on the way), and pass 3 converts back. Re-included per target by
+// on the way), or on AVX-512 as passes 1 and 2 load them
+// (kPlainConvertOnLoad); pass 3 converts back. Re-included per target by
 // src/softmax_rows.cc; src/softmax_rows-inl.h chooses the rows.
 //
 // A row's arithmetic does not depend on its batch: a row's result never
@@ -55,12 +56,33 @@ constexpr std::size_t kPlainRowKeys = 1024;
 constexpr std::size_t kPlainBatchRows = 8;
 constexpr std::size_t kPlainBatchKeys = 4096;
 
-// One row of a batch. The passes run over `kept` of `in` and `out` (the
-// same memory for an in-place row): an f32 row itself, or a 16-bit row's
-// kept keys packed into the batch's f32 scratch. Also its head's sink logit
-// (-inf: none), its row_lse entry (or null), the row itself (key 0, in its
-// type) and its kept intervals there; 16-bit rows carry their raw maximum,
-// taken as they were converted.
+// Where 16-bit plain rows are converted to f32: on AVX-512 as passes 1 and
+// 2 load them from the row (twice, but with no pass, store or reload of
+// their own), elsewhere into the batch's f32 scratch as they join it (their
+// maximum taken on the way). Measured against the scratch (5 alternated
+// runs, Zen 5, docs/PERFORMANCE.md): AVX3 D1bf16 0.89x, D1f16 0.91x the
+// time, with the carried pass 1 that a pass 1 without stores allows (the
+// scratch's carried conversion was 1.06x slower); D2wbf16 and D2wf16 1.01x.
+// AVX2, whose vectors are half as wide, pays the second conversion in its
+// exp-bound pass 2: D1bf16 1.07-1.11x, D2wbf16 1.10x slower.
+constexpr bool kPlainConvertOnLoad =
+    HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
+
+// The element type passes 1 and 2 load: the row's, or f32 from the scratch.
+template <ScoreType kType>
+constexpr ScoreType kPlainLoadType =
+    kPlainConvertOnLoad ? kType : ScoreType::kF32;
+
+// One row of a batch. Passes 1 and 2 read `in` over `in_kept`, as
+// kPlainLoadType; pass 2 writes its f32 exps to `out` over `kept`. For f32
+// rows `in` is the input row and `out` the output row (the same memory in
+// place), both over its kept intervals `row_kept`. For 16-bit rows `out` is
+// the batch's f32 scratch, over `packed` (row_kept's intervals packed one
+// after another), which pass 3 converts back into the row; `in` is the
+// input row over row_kept (kPlainConvertOnLoad) or the scratch, converted,
+// over packed, with the keys' raw maximum. Also its head's sink logit
+// (-inf: none), its row_lse entry (or null) and the output row itself (key
+// 0, in its type).
 //
 // ALiBi rows carry their term: the first key of kept interval j is at the
 // signed distance first[j] = p_q - shift - key from the query (the Decode
@@ -81,15 +103,16 @@ constexpr double kExactDistance = 0x1p24 - 1024;
 
 struct PlainRow {
   const KeptKeys* kept;  // row_kept (f32 rows) or &packed (16-bit rows)
-  const float* in;
+  const void* in;
+  const KeptKeys* in_kept;  // row_kept or &packed
   float* out;
   float sink;
   float* lse;
   void* row;
   const KeptKeys* row_kept;  // shared by the rows of one batch and query
   KeptKeys packed;           // 16-bit rows: their kept keys in the scratch
-  float raw_max;
-  PlainAlibi alibi;  // kAlibi rows only
+  float raw_max;             // 16-bit rows converted into the scratch
+  PlainAlibi alibi;          // kAlibi rows only
 };
 
 // The ALiBi term of a plain pass: Distances(df, j) is the vector of
@@ -134,18 +157,19 @@ struct PlainTerm {
 //
 // Pass 1: the raw maximum of the kept keys, four accumulators. kAlibi: the
 // maximum of the transformed scores, x scale plus the ALiBi term.
-template <bool kAlibi, class DF>
+template <ScoreType kType, bool kAlibi, class DF>
 HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   using V = hn::Vec<DF>;
   const std::size_t N = hn::Lanes(df);
-  const KeptKeys& kept = *row.kept;
-  const float* HWY_RESTRICT in = row.in;
+  constexpr ScoreType kLoad = kPlainLoadType<kType>;
+  const KeptKeys& kept = *row.in_kept;
+  const auto* HWY_RESTRICT in = static_cast<const Elem<kLoad>*>(row.in);
   const PlainTerm<kAlibi> term{row, scale};
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   for (std::size_t j = 0; j < kept.count; ++j) {
     const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-      return term.Transformed(df, hn::LoadU(df, in + k), d);
+      return term.Transformed(df, LoadRow<kLoad>(df, in + k), d);
     };
     V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
@@ -162,11 +186,10 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     if (k < end) {
       const std::size_t count = end - k;
       m1 = hn::Max(
-          m1, hn::IfThenElse(
-                  hn::FirstN(df, count),
-                  term.Transformed(
-                      df, LoadRowTail<ScoreType::kF32>(df, in + k, count), d),
-                  neg_inf));
+          m1, hn::IfThenElse(hn::FirstN(df, count),
+                             term.Transformed(
+                                 df, LoadRowTail<kLoad>(df, in + k, count), d),
+                             neg_inf));
     }
   }
   return MaxOfLanesExact(df, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)));
@@ -182,16 +205,13 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
 // P4alibi took 0.96x the time of the general argument. The sums are
 // SegmentExp's: four f32 sums of kBlock steps of four vectors, widened into
 // f64, so the error bound of docs/KERNELS.md holds unchanged.
-template <bool kAlibi, class DF>
+template <ScoreType kType, bool kAlibi, class DF>
 HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
                               float max, detail::RowPrefetch* prefetch) {
   using V = hn::Vec<DF>;
   const WideTag<DF> dd;
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
-  const KeptKeys& kept = *row.kept;
-  const float* in = row.in;
-  float* out = row.out;
   const PlainTerm<kAlibi> term{row, scale};
   const V log2e = hn::Set(df, static_cast<float>(scale * kLog2e));
   const V slope_log2e = hn::Set(
@@ -206,16 +226,23 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
       return SoftmaxExp2(df, hn::MulAdd(x, log2e, bias));
     }
   };
+  // Interval j's keys k in [0, end) from `in` and `out`.
+  constexpr ScoreType kLoad = kPlainLoadType<kType>;
+  const Elem<kLoad>* in;
+  float* out;
   const auto exp_store = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-    const V e = exp_of(hn::LoadU(df, in + k), d);
+    const V e = exp_of(LoadRow<kLoad>(df, in + k), d);
     hn::StoreU(e, df, out + k);
     return e;
   };
   auto lo = hn::Zero(dd), hi = lo;
-  for (std::size_t j = 0; j < kept.count; ++j) {
+  for (std::size_t j = 0; j < row.kept->count; ++j) {
     V d = term.Distances(df, j);
-    const std::size_t end = kept.intervals[j].end;
-    std::size_t k = kept.intervals[j].begin;
+    in = static_cast<const Elem<kLoad>*>(row.in) +
+         row.in_kept->intervals[j].begin;
+    out = row.out + row.kept->intervals[j].begin;
+    const std::size_t end = row.kept->intervals[j].size();
+    std::size_t k = 0;
     while (k + 4 * N <= end) {
       V s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
       for (std::size_t step = 0; step < kBlock && k + 4 * N <= end;
@@ -234,9 +261,9 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
     }
     if (k < end) {
       const std::size_t count = end - k;
-      const V e = hn::IfThenElseZero(
-          hn::FirstN(df, count),
-          exp_of(LoadRowTail<ScoreType::kF32>(df, in + k, count), d));
+      const V e =
+          hn::IfThenElseZero(hn::FirstN(df, count),
+                             exp_of(LoadRowTail<kLoad>(df, in + k, count), d));
       StoreRowTail<ScoreType::kF32>(df, e, out + k, count);
       rest = hn::Add(rest, e);
     }
@@ -290,8 +317,8 @@ HWY_INLINE void PlainRowMaxOf(DF df, const PlainRow* rows, std::size_t g,
                               const SoftmaxOptions& options,
                               PlainMaxima* maxima) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const float raw = kType == ScoreType::kF32 || kAlibi
-                        ? PlainRowMax<kAlibi>(df, rows[g], options.scale)
+  const float raw = kType == ScoreType::kF32 || kAlibi || kPlainConvertOnLoad
+                        ? PlainRowMax<kType, kAlibi>(df, rows[g], options.scale)
                         : rows[g].raw_max;
   // As RowMax and SoftmaxSegments decide: the scale applies to the raw
   // maximum alone (scale >= 0; ALiBi's maximum is already transformed), and
@@ -348,8 +375,8 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
   double sum[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
     if (general & (1u << g)) continue;
-    sum[g] = PlainRowExp<kAlibi>(df, rows[g], options.scale, maxima.max[g],
-                                 prefetch);
+    sum[g] = PlainRowExp<kType, kAlibi>(df, rows[g], options.scale,
+                                        maxima.max[g], prefetch);
   }
   float inv_sum[kPlainBatchRows];
   unsigned nan = 0;
@@ -388,8 +415,8 @@ HWY_NOINLINE void PlainRowsCarrying(
       PlainRowMaxOf<kType, false>(df, next, g, options, next_maxima);
     }
     if (g >= count || (general & (1u << g))) continue;
-    const double sum =
-        PlainRowExp<false>(df, rows[g], options.scale, maxima.max[g], nullptr);
+    const double sum = PlainRowExp<kType, false>(df, rows[g], options.scale,
+                                                 maxima.max[g], nullptr);
     if (!FinishSum(sum, maxima.max[g], /*plain=*/true, rows[g].sink,
                    rows[g].lse, &inv_sum[g])) {
       nan |= 1u << g;

@@ -470,44 +470,52 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     batch_keys = 0;
   };
   // The batch row of row r (index i, at s and o), its kept intervals at
-  // `row_kept` (f32 rows run in place in it; 16-bit rows' kept keys are
-  // packed into the scratch after the batch's keys so far, exactly, their
-  // maximum taken on the way: pass 1).
+  // `row_kept`: f32 rows run in place in it; 16-bit rows' kept keys go to
+  // the scratch from `work`, packed (PlainRow): their exps, and unless
+  // kPlainConvertOnLoad, first the keys converted, their maximum taken on
+  // the way (pass 1).
   const auto fill_row = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
                             const Elem<kType>* s, Elem<kType>* o,
-                            const KeptKeys* row_kept) {
+                            const KeptKeys* row_kept, float* work) {
     row.sink = options.sink_logits != nullptr
                    ? options.sink_logits[i.h]
                    : -std::numeric_limits<float>::infinity();
     row.lse = options.row_lse != nullptr ? options.row_lse + r : nullptr;
     row.row = o;
     row.row_kept = row_kept;
+    row.in = s;
+    row.in_kept = row_kept;
     if constexpr (f32) {
+      (void)work;
       row.kept = row_kept;
-      row.in = s;
       row.out = o;
     } else {
-      float* const work = scratch + batch_keys;
       auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
       std::size_t at = 0;
       for (std::size_t j = 0; j < row_kept->count; ++j) {
         const KeyInterval& iv = row_kept->intervals[j];
-        max =
-            ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(), max);
+        if constexpr (!kPlainConvertOnLoad) {
+          max = ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(),
+                                       max);
+        }
         row.packed.intervals[j] = {at, at + iv.size()};
         at += iv.size();
       }
       row.packed.count = row_kept->count;
       row.kept = &row.packed;
-      row.in = row.out = work;
-      row.raw_max = MaxOfLanesExact(df, max);
+      row.out = work;
+      if constexpr (!kPlainConvertOnLoad) {
+        row.in = work;
+        row.in_kept = &row.packed;
+        row.raw_max = MaxOfLanesExact(df, max);
+      }
     }
   };
   // Row r joins the batch.
   const auto join_batch = [&](std::size_t r, detail::RowIndex i,
                               const Elem<kType>* s, Elem<kType>* o,
                               const KeptKeys* row_kept) {
-    fill_row(plain[batched], r, i, s, o, row_kept);
+    fill_row(plain[batched], r, i, s, o, row_kept, scratch + batch_keys);
     batch[batched++] = {r, i};
     batch_keys += keys;  // row_kept->size()
   };
@@ -537,15 +545,17 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
           in_base + detail::RowOffset(shape, in.strides, first);
       Elem<kType>* o = out_base + detail::RowOffset(shape, out.strides, first);
       detail::RowIndex i = first;
-      // An f32 step whose batches take no plan (a small step, kept-only,
+      // A step whose batches take no plan (a small step, kept-only,
       // or rows too long for kMaxBatchPlanBytes), unless its rows stream
       // from memory one by one (finish_prefetch): each batch's exps carry
       // the next batch's pass 1 (PlainRowsCarrying), so that its reads from
       // L2 overlap arithmetic. D2wkeptonly took 0.97x the time of batches
       // run without carrying; D2w, bound by its fill, the same either way.
+      // f32 rows, and 16-bit rows converted on load: a pass 1 that stores
+      // its conversion waits beside the exps' stores.
       const bool planned = prefetch_rows && options.zero_masked &&
                            per_batch * n * elem_bytes <= kMaxBatchPlanBytes;
-      if (f32 && !planned && !finish_prefetch) {
+      if ((f32 || kPlainConvertOnLoad) && !planned && !finish_prefetch) {
         PlainRow next_plain[kPlainBatchRows];
         BatchRow next_batch[kPlainBatchRows];
         PlainRow* cur = plain;
@@ -556,7 +566,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
           std::size_t count = 0;
           for (; count < per_batch && r < run_end;
                ++count, ++r, ++i.h, s += in_head, o += out_head) {
-            fill_row(to[count], r, i, s, o, run_kept);
+            fill_row(to[count], r, i, s, o, run_kept,
+                     f32 ? scratch : scratch + count * keys);
             at[count] = {r, i};
           }
           return count;
@@ -564,15 +575,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         PlainMaxima maxima[2];
         std::size_t count = take(cur, cur_at);
         for (std::size_t g = 0; g < count; ++g) {
-          PlainRowMaxOf<ScoreType::kF32, false>(df, cur, g, options,
-                                                &maxima[0]);
+          PlainRowMaxOf<kType, false>(df, cur, g, options, &maxima[0]);
         }
         for (std::size_t slot = 0; count != 0; slot ^= 1) {
           const std::size_t next_count = take(nxt, nxt_at);
           maxima[slot ^ 1] = PlainMaxima{};
-          PlainRowsCarrying<ScoreType::kF32>(df, cur, count, options,
-                                             maxima[slot], nxt, next_count,
-                                             &maxima[slot ^ 1]);
+          PlainRowsCarrying<kType>(df, cur, count, options, maxima[slot], nxt,
+                                   next_count, &maxima[slot ^ 1]);
           settle(cur, cur_at, count, maxima[slot].general);
           std::swap(cur, nxt);
           std::swap(cur_at, nxt_at);
