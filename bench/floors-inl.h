@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
@@ -64,10 +63,6 @@ HWY_NOINLINE void TouchRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
   const std::size_t N = hn::Lanes(d);
   const auto zeros = hn::Set(d, zero);
   const auto store_zeros = [&](std::size_t from, std::size_t to) {
-    if (to - from >= 2048 && zero == 0) {
-      std::memset(row + from, 0, to - from);
-      return;
-    }
     std::size_t i = from;
     for (; i + N <= to; i += N) hn::StoreU(zeros, d, row + i);
     for (; i < to; ++i) row[i] = zero;

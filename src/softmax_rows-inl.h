@@ -553,41 +553,43 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       // run without carrying; D2w, bound by its fill, the same either way.
       // f32 rows, and 16-bit rows converted on load: a pass 1 that stores
       // its conversion waits beside the exps' stores.
-      const bool planned = prefetch_rows && options.zero_masked &&
-                           per_batch * n * elem_bytes <= kMaxBatchPlanBytes;
-      if ((f32 || kPlainConvertOnLoad) && !planned && !finish_prefetch) {
-        PlainRow next_plain[kPlainBatchRows];
-        BatchRow next_batch[kPlainBatchRows];
-        PlainRow* cur = plain;
-        PlainRow* nxt = next_plain;
-        BatchRow* cur_at = batch;
-        BatchRow* nxt_at = next_batch;
-        const auto take = [&](PlainRow* to, BatchRow* at) {
-          std::size_t count = 0;
-          for (; count < per_batch && r < run_end;
-               ++count, ++r, ++i.h, s += in_head, o += out_head) {
-            fill_row(to[count], r, i, s, o, run_kept,
-                     f32 ? scratch : scratch + count * keys);
-            at[count] = {r, i};
+      if constexpr (f32 || kPlainConvertOnLoad) {
+        const bool planned = prefetch_rows && options.zero_masked &&
+                             per_batch * n * elem_bytes <= kMaxBatchPlanBytes;
+        if (!planned && !finish_prefetch) {
+          PlainRow next_plain[kPlainBatchRows];
+          BatchRow next_batch[kPlainBatchRows];
+          PlainRow* cur = plain;
+          PlainRow* nxt = next_plain;
+          BatchRow* cur_at = batch;
+          BatchRow* nxt_at = next_batch;
+          const auto take = [&](PlainRow* to, BatchRow* at) {
+            std::size_t count = 0;
+            for (; count < per_batch && r < run_end;
+                 ++count, ++r, ++i.h, s += in_head, o += out_head) {
+              fill_row(to[count], r, i, s, o, run_kept,
+                       f32 ? scratch : scratch + count * keys);
+              at[count] = {r, i};
+            }
+            return count;
+          };
+          PlainMaxima maxima[2];
+          std::size_t count = take(cur, cur_at);
+          for (std::size_t g = 0; g < count; ++g) {
+            PlainRowMaxOf<kType, false>(df, cur, g, options, &maxima[0]);
           }
-          return count;
-        };
-        PlainMaxima maxima[2];
-        std::size_t count = take(cur, cur_at);
-        for (std::size_t g = 0; g < count; ++g) {
-          PlainRowMaxOf<kType, false>(df, cur, g, options, &maxima[0]);
+          for (std::size_t slot = 0; count != 0; slot ^= 1) {
+            const std::size_t next_count = take(nxt, nxt_at);
+            maxima[slot ^ 1] = PlainMaxima{};
+            PlainRowsCarrying<kType>(df, cur, count, options, maxima[slot], nxt,
+                                     next_count, &maxima[slot ^ 1]);
+            settle(cur, cur_at, count, maxima[slot].general);
+            std::swap(cur, nxt);
+            std::swap(cur_at, nxt_at);
+            count = next_count;
+          }
+          continue;
         }
-        for (std::size_t slot = 0; count != 0; slot ^= 1) {
-          const std::size_t next_count = take(nxt, nxt_at);
-          maxima[slot ^ 1] = PlainMaxima{};
-          PlainRowsCarrying<kType>(df, cur, count, options, maxima[slot], nxt,
-                                   next_count, &maxima[slot ^ 1]);
-          settle(cur, cur_at, count, maxima[slot].general);
-          std::swap(cur, nxt);
-          std::swap(cur_at, nxt_at);
-          count = next_count;
-        }
-        continue;
       }
       for (; r < run_end; ++r, ++i.h, s += in_head, o += out_head) {
         join_batch(r, i, s, o, run_kept);
