@@ -515,7 +515,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   const auto join_batch = [&](std::size_t r, detail::RowIndex i,
                               const Elem<kType>* s, Elem<kType>* o,
                               const KeptKeys* row_kept) {
-    fill_row(plain[batched], r, i, s, o, row_kept, scratch + batch_keys);
+    fill_row(plain[batched], r, i, s, o, row_kept,
+             f32 ? scratch : scratch + batch_keys);
     batch[batched++] = {r, i};
     batch_keys += keys;  // row_kept->size()
   };
