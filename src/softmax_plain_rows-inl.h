@@ -317,7 +317,9 @@ HWY_INLINE void PlainRowMaxOf(DF df, const PlainRow* rows, std::size_t g,
                               const SoftmaxOptions& options,
                               PlainMaxima* maxima) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const float raw = kType == ScoreType::kF32 || kAlibi || kPlainConvertOnLoad
+  // Rows whose pass 1 loads their keys here; the others (16-bit rows in
+  // the scratch) took their maximum as they were converted.
+  const float raw = kPlainLoadType<kType> == kType || kAlibi
                         ? PlainRowMax<kType, kAlibi>(df, rows[g], options.scale)
                         : rows[g].raw_max;
   // As RowMax and SoftmaxSegments decide: the scale applies to the raw

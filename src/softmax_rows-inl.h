@@ -471,12 +471,12 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   };
   // The batch row of row r (index i, at s and o), its kept intervals at
   // `row_kept`: f32 rows run in place in it; 16-bit rows' kept keys go to
-  // the scratch from `work`, packed (PlainRow): their exps, and unless
-  // kPlainConvertOnLoad, first the keys converted, their maximum taken on
-  // the way (pass 1).
+  // the scratch from float `work_at`, packed (PlainRow): their exps, and
+  // unless kPlainConvertOnLoad, first the keys converted, their maximum
+  // taken on the way (pass 1).
   const auto fill_row = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
                             const Elem<kType>* s, Elem<kType>* o,
-                            const KeptKeys* row_kept, float* work) {
+                            const KeptKeys* row_kept, std::size_t work_at) {
     row.sink = options.sink_logits != nullptr
                    ? options.sink_logits[i.h]
                    : -std::numeric_limits<float>::infinity();
@@ -486,10 +486,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     row.in = s;
     row.in_kept = row_kept;
     if constexpr (f32) {
-      (void)work;
+      (void)work_at;
       row.kept = row_kept;
       row.out = o;
     } else {
+      float* const work = scratch + work_at;
       auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
       std::size_t at = 0;
       for (std::size_t j = 0; j < row_kept->count; ++j) {
@@ -515,8 +516,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   const auto join_batch = [&](std::size_t r, detail::RowIndex i,
                               const Elem<kType>* s, Elem<kType>* o,
                               const KeptKeys* row_kept) {
-    fill_row(plain[batched], r, i, s, o, row_kept,
-             f32 ? scratch : scratch + batch_keys);
+    fill_row(plain[batched], r, i, s, o, row_kept, batch_keys);
     batch[batched++] = {r, i};
     batch_keys += keys;  // row_kept->size()
   };
@@ -555,8 +555,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       // f32 rows, and 16-bit rows converted on load: a pass 1 that stores
       // its conversion waits beside the exps' stores.
       if constexpr (f32 || kPlainConvertOnLoad) {
-        const bool planned = prefetch_rows && options.zero_masked &&
-                             per_batch * n * elem_bytes <= kMaxBatchPlanBytes;
+        // As run_batch decides for a batch of contiguous heads.
+        const bool planned =
+            prefetch_rows && options.zero_masked &&
+            per_batch * n * elem_bytes * (in.data == out.data ? 1 : 2) <=
+                kMaxBatchPlanBytes;
         if (!planned && !finish_prefetch) {
           PlainRow next_plain[kPlainBatchRows];
           BatchRow next_batch[kPlainBatchRows];
@@ -568,8 +571,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
             std::size_t count = 0;
             for (; count < per_batch && r < run_end;
                  ++count, ++r, ++i.h, s += in_head, o += out_head) {
-              fill_row(to[count], r, i, s, o, run_kept,
-                       f32 ? scratch : scratch + count * keys);
+              fill_row(to[count], r, i, s, o, run_kept, count * keys);
               at[count] = {r, i};
             }
             return count;

@@ -286,7 +286,8 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
 // oracle. Entries keep from none to more than a plain row's 1024 keys, and
 // rows the batches hand back (a +inf, a NaN or no finite score) sit in the
 // middle of runs. Ten heads make two batches per entry, so that a batch
-// carries the next one's pass 1: in calls of 40 keys, and in the whole
+// carries the next one's pass 1 (f32 rows; 16-bit rows on AVX-512, which
+// convert them on load): in calls of 40 keys, and in the whole
 // calls of 1100 keys (above the prefetch threshold) when kept-only or when
 // their rows are too long for a batch's plan; there, default-mode batches
 // of 1024-key rows take a plan instead.
