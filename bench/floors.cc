@@ -20,6 +20,7 @@ namespace rlx::bench {
 HWY_EXPORT(CopyBytes);
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(KeptSoftmaxRows);
+HWY_EXPORT(KeptSoftmaxRows16);
 HWY_EXPORT(TouchRow);
 
 void CopyFloor(const void* from, void* to, std::size_t bytes) {
@@ -42,6 +43,12 @@ void ExpFloor(const float* in, float* out, std::size_t n) {
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count) {
   RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows)(data, begin, len, count);
+}
+
+void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,
+                        const std::size_t* begin, const std::size_t* len,
+                        std::size_t count, float* work) {
+  RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows16)(data, type, begin, len, count, work);
 }
 
 }  // namespace rlx::bench

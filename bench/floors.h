@@ -11,6 +11,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "rlx/scores.h"
+
 namespace rlx::bench {
 
 // Copies `bytes` bytes from `from` to `to` (no overlap) with full-vector
@@ -34,6 +36,14 @@ void ExpFloor(const float* in, float* out, std::size_t n);
 // bench/floors_bench.cc).
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count);
+
+// KeptSoftmaxFloor on rows of 16-bit keys in place (`type` bf16 or f16):
+// the keys converted to f32 as they are loaded, the exps kept in f32 in
+// `work` (at least the longest row plus 64 floats), the results converted
+// back as they are stored, with masked_softmax's conversions.
+void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,
+                        const std::size_t* begin, const std::size_t* len,
+                        std::size_t count, float* work);
 
 }  // namespace rlx::bench
 

@@ -30,11 +30,13 @@
 //       floor's plain softmax (bench/floors.h) on exactly those keys, in
 //       place at D1's row stride: what the kernel's per-row and per-call
 //       work costs over the floor with the same keys in the same memory
-//   kept_softmax_floor_in_place/<workload>/<target>  (D1, D2, D2w, D3) the
-//       floor's plain softmax in place on each row's largest kept interval
-//       (without the Decode token key), at the workload's own row stride
-//       and alignment: what the floor itself pays for the layout the
-//       kernel is given (kept_softmax_floor slices the kept keys out)
+//   kept_softmax_floor_in_place/<workload>/<target>  (D1, D2, D2w, D3 and
+//       their bf16 and f16 rows) the floor's plain softmax in place on each
+//       row's largest kept interval (without the Decode token key), at the
+//       workload's own row stride and alignment: what the floor itself pays
+//       for the layout the kernel is given (kept_softmax_floor slices the
+//       kept keys out, converted to f32); 16-bit rows converted as they are
+//       read and written (bench/floors.h KeptSoftmaxFloor16)
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -119,12 +121,11 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
                      const std::string& target) {
   TargetScope scope(target);
   constexpr std::size_t kPadFloats = 64;  // the widest vector: 2048-bit SVE
-  auto* data =
-      static_cast<float*>(Scratch(1, w->bytes() + kPadFloats * sizeof(float)));
-  std::memcpy(data, Data(*w).scores, w->bytes());  // f32, contiguous
+  void* data = Scratch(1, w->bytes() + kPadFloats * sizeof(float));
+  std::memcpy(data, Data(*w).scores, w->bytes());  // contiguous
   const Shape4& s = w->shape;
   std::vector<std::size_t> begin, lens;
-  std::size_t keys = 0;
+  std::size_t keys = 0, longest = 0;
   for (std::size_t r = 0; r < s.rows(); ++r) {
     const KeptKeys kept = kept_keys(Data(*w).mask, r / (s.heads * s.q_len),
                                     r % s.q_len, s.q_len, s.k_len);
@@ -137,12 +138,54 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
     begin.push_back(r * s.k_len + largest.begin);
     lens.push_back(largest.size());
     keys += largest.size();
+    longest = std::max(longest, largest.size());
   }
+  float* work = nullptr;
+  const auto run = [&] {
+    if (w->type == ScoreType::kF32) {
+      KeptSoftmaxFloor(static_cast<float*>(data), begin.data(), lens.data(),
+                       begin.size());
+    } else {
+      KeptSoftmaxFloor16(static_cast<std::uint16_t*>(data), w->type,
+                         begin.data(), lens.data(), begin.size(), work);
+    }
+  };
+  if (w->type != ScoreType::kF32) {
+    work =
+        static_cast<float*>(Scratch(2, (longest + kPadFloats) * sizeof(float)));
+  }
+  // One call checked first, so that the floor times a real softmax: each
+  // row's interval sums to 1 (within the 16-bit rows' rounding).
+  run();
+  for (std::size_t r = 0; r < begin.size(); ++r) {
+    double sum = 0.0;
+    for (std::size_t k = begin[r]; k < begin[r] + lens[r]; ++k) {
+      switch (w->type) {
+        case ScoreType::kF32:
+          sum += static_cast<const float*>(data)[k];
+          break;
+        case ScoreType::kBF16:
+          sum += ToF32(static_cast<const bf16*>(data)[k]);
+          break;
+        case ScoreType::kF16:
+          sum += ToF32(static_cast<const f16*>(data)[k]);
+          break;
+      }
+    }
+    if (!(std::abs(sum - 1.0) < 1e-2)) {
+      FailBenchmark(state, "kept_softmax_floor_in_place/" + w->name + ": row " +
+                               std::to_string(r) + " sums to " +
+                               std::to_string(sum));
+      return;
+    }
+  }
+  std::memcpy(data, Data(*w).scores, w->bytes());
   for (auto _ : state) {
-    KeptSoftmaxFloor(data, begin.data(), lens.data(), begin.size());
+    run();
     benchmark::ClobberMemory();
   }
-  SetCounters(state, static_cast<double>(keys), sizeof(float),
+  SetCounters(state, static_cast<double>(keys),
+              static_cast<double>(w->element_bytes()),
               static_cast<double>(keys));
 }
 
@@ -282,7 +325,12 @@ void Register(const Workload& w, const std::string& target) {
   } else if (w.name == "D1" || w.name == "D2w" || w.name == "D3") {
     Add(w, target, (w.name + "keptonly").c_str(), Data(w).mask, kept_only);
   }
-  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3") {
+  // The decode workloads and their 16-bit variants (D2wbf16, ...).
+  const std::size_t suffix = w.type == ScoreType::kBF16  ? 4
+                             : w.type == ScoreType::kF16 ? 3
+                                                         : 0;
+  const std::string base = w.name.substr(0, w.name.size() - suffix);
+  if (base == "D1" || base == "D2" || base == "D2w" || base == "D3") {
     Configure(benchmark::RegisterBenchmark(
         BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
         BM_InPlaceFloor, &w, target));

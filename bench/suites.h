@@ -48,6 +48,19 @@ inline benchmark::internal::Benchmark* Configure(
   return b->Unit(benchmark::kMicrosecond);
 }
 
+// Whether a benchmark's own check of its results failed (FailBenchmark):
+// main() then exits non-zero, so that the smoke test fails too.
+inline bool& BenchmarkFailed() {
+  static bool failed = false;
+  return failed;
+}
+
+// Skips the benchmark with `message` and fails the process.
+inline void FailBenchmark(benchmark::State& state, const std::string& message) {
+  BenchmarkFailed() = true;
+  state.SkipWithError(message.c_str());
+}
+
 // The counters of a benchmark that processes `items` elements of
 // `bytes_per_item` bytes per iteration, `kept` of them kept by the mask:
 // items_per_second, bytes_per_second and (if kept > 0) kept_per_second.
