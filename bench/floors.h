@@ -38,9 +38,9 @@ void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count);
 
 // KeptSoftmaxFloor on rows of 16-bit keys in place (`type` bf16 or f16):
-// the keys converted to f32 as they are loaded, the exps kept in f32 in
-// `work` (at least the longest row plus 64 floats), the results converted
-// back as they are stored, with masked_softmax's conversions.
+// pass 1 converts each row's keys into the f32 scratch `work` (at least the
+// longest row plus 64 floats), where pass 2 runs, and pass 3 converts the
+// results back as it stores them, with masked_softmax's conversions.
 void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,
                         const std::size_t* begin, const std::size_t* len,
                         std::size_t count, float* work);
