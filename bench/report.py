@@ -50,7 +50,7 @@ class Result:
         self.workload = parts[1] if len(parts) > 1 else ""
         rest = parts[2:]
         self.threads = ""
-        self.rows = ""  # "rows:N": the workload's first N rows only
+        self.rows = ""  # "rows:N": its first N rows only; "rows:F-E": rows [F, E)
         if rest and rest[-1].startswith("threads:"):
             self.threads = rest.pop()
         elif rest and rest[-1].startswith("rows:"):

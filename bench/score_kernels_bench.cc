@@ -11,6 +11,9 @@
 //       resident_rows (D2, D2full): rows that stay in L1 between
 //       iterations, so the time is the kernel's compute (and one call's
 //       overhead) without the memory traffic of the whole workload
+//   masked_softmax/<workload>/<target>/rows:<first>-<end>
+//       the same for rows [first, end) (P4: rows in L2 whose kept count
+//       averages the workload's)
 //   reference/<workload>                rlx::reference::masked_softmax: the
 //       double-precision oracle, written for clarity, not speed
 // Every run starts from the workload's pristine scores; iterations then run
@@ -78,12 +81,14 @@ void BM_ResidentRows(benchmark::State& state, const Workload* w,
   TargetScope scope(target);
   const WorkloadData& data = Data(*w);
   const ScoreView view = FreshScores(*w);
-  const RowRange range{0, rows};
+  const RowRange range{w->resident_first, w->resident_first + rows};
   for (auto _ : state) {
     masked_softmax(view, data.mask, SoftmaxOptions{}, range);
     benchmark::ClobberMemory();
   }
-  SetScoreCounters(state, *w, rows);  // decode: every row keeps the same keys
+  // Decode: every row keeps the same keys; P4's rows keep the workload's
+  // average.
+  SetScoreCounters(state, *w, rows);
 }
 
 void BM_Reference(benchmark::State& state, const Workload* w) {
@@ -110,7 +115,11 @@ void RegisterKernels(const Workload& w, const std::string& target) {
       BenchName({"masked_softmax", w.name, target}).c_str(), BM_InPlace, &w,
       target, &MaskedSoftmaxKernel));
   if (w.resident_rows > 0) {
-    const std::string suffix = "rows:" + std::to_string(w.resident_rows);
+    const std::size_t first = w.resident_first;
+    const std::string suffix =
+        "rows:" + (first == 0 ? std::to_string(w.resident_rows)
+                              : std::to_string(first) + "-" +
+                                    std::to_string(first + w.resident_rows));
     Configure(benchmark::RegisterBenchmark(
         BenchName({"masked_softmax", w.name, target, suffix}).c_str(),
         BM_ResidentRows, &w, target, w.resident_rows));
