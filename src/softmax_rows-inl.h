@@ -183,12 +183,21 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
   const bool finish_prefetch = call_bytes > kFinishMinBytes;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
-  for (std::size_t r = rows.begin; r < rows.end;
-       ++r, i = detail::NextRowIndex(shape, i)) {
-    const char* s =
-        in_base + detail::RowOffset(shape, in.strides, i) * elem_bytes;
-    char* o = out_base + detail::RowOffset(shape, out.strides, i) * elem_bytes;
-    const std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+  // Row i's offsets in the input, output and mask; those of the next row
+  // (`next`) are computed for the prefetch and taken by the next step.
+  std::size_t in_at = detail::RowOffset(shape, in.strides, i);
+  std::size_t out_at = detail::RowOffset(shape, out.strides, i);
+  std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
+  for (std::size_t r = rows.begin; r < rows.end; ++r) {
+    const detail::RowIndex next = detail::NextRowIndex(shape, i);
+    const std::size_t next_in =
+        detail::NextRowOffset(shape, in.strides, next, in_at);
+    const std::size_t next_out =
+        detail::NextRowOffset(shape, out.strides, next, out_at);
+    const std::size_t next_m =
+        detail::NextRowOffset(mask.shape, mask.strides, next, m);
+    const char* s = in_base + in_at * elem_bytes;
+    char* o = out_base + out_at * elem_bytes;
     // [0, n) for dense-only masks.
     KeptKeys kept = rules.dense_only ? WholeRow(n)
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
@@ -247,18 +256,12 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     if (!prefetch_rows || r + 1 == rows.end) {
       prefetch.Clear();
     } else {
-      const detail::RowIndex next = detail::NextRowIndex(shape, i);
-      const std::size_t next_m =
-          detail::RowOffset(mask.shape, mask.strides, next);
       const bool new_mask_row = rules.dense != DenseKind::kNone && next_m != m;
       const KeyInterval fetch =
           options.zero_masked ? keys : LargestInterval(*pass_kept);
       const void* begin[] = {
-          in_base + (detail::RowOffset(shape, in.strides, next) + fetch.begin) *
-                        elem_bytes,
-          out_base +
-              (detail::RowOffset(shape, out.strides, next) + fetch.begin) *
-                  elem_bytes,
+          in_base + (next_in + fetch.begin) * elem_bytes,
+          out_base + (next_out + fetch.begin) * elem_bytes,
           static_cast<const char*>(mask.data) + next_m * mask_unit};
       const std::size_t bytes[] = {
           fetch.size() * elem_bytes, fetch.size() * elem_bytes,
@@ -328,6 +331,10 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                         options.zero_masked ? all_keys : kept, *pass_kept,
                         Elem<kType>{});
     }
+    i = next;
+    in_at = next_in;
+    out_at = next_out;
+    m = next_m;
   }
 }
 
