@@ -117,6 +117,57 @@ inline std::size_t NextRowOffset(const Shape4& shape, const Strides3& strides,
   return RowOffset(shape, strides, next);
 }
 
+// A row's offsets in a call's input, output and dense part, each in
+// elements of its own.
+struct RowOffsets {
+  std::size_t in = 0, out = 0, mask = 0;
+};
+
+// A call's rows in order, from row `first`: the current row's index and
+// offsets, and the next row's, computed once (the current row's prefetch
+// of the next one takes them, then Advance). The input and output share
+// the scores' shape; the mask has its own (extents of 1 broadcast).
+class RowWalk {
+ public:
+  RowWalk(const Shape4& shape, const Strides3& in, const Strides3& out,
+          const MaskSpec& mask, std::size_t first)
+      : shape_(shape),
+        in_(in),
+        out_(out),
+        mask_(mask),
+        i_(RowIndexOf(shape, first)),
+        at_{RowOffset(shape, in, i_), RowOffset(shape, out, i_),
+            RowOffset(mask.shape, mask.strides, i_)} {
+    Look();
+  }
+
+  const RowIndex& index() const { return i_; }
+  const RowOffsets& at() const { return at_; }
+  const RowOffsets& next_at() const { return next_at_; }
+
+  void Advance() {
+    i_ = next_;
+    at_ = next_at_;
+    Look();
+  }
+
+ private:
+  // The next row's index and offsets, by NextRowOffset.
+  void Look() {
+    next_ = NextRowIndex(shape_, i_);
+    next_at_ = {NextRowOffset(shape_, in_, next_, at_.in),
+                NextRowOffset(shape_, out_, next_, at_.out),
+                NextRowOffset(mask_.shape, mask_.strides, next_, at_.mask)};
+  }
+
+  const Shape4& shape_;
+  const Strides3& in_;
+  const Strides3& out_;
+  const MaskSpec& mask_;
+  RowIndex i_, next_;
+  RowOffsets at_, next_at_;
+};
+
 // floor(a / c) for c > 0.
 inline std::int64_t FloorDiv(std::int64_t a, std::int64_t c) {
   const std::int64_t q = a / c;

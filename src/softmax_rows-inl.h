@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // masked_softmax over a range of rows of any row type. Plain rows run in
-// batches (SoftmaxRowsOf, src/softmax_plain_rows-inl.h); every other row goes
+// batches (SoftmaxRowsOf, src/softmax_plain_rows-inl.h); f32 rows of a dense
+// mask alone in a loop of their own (DenseF32RowsOf); every other row goes
 // through GeneralRowsOf: per row, its kept segments, their keep bytes, the
 // prefetch of the next row, the f32 scratch of 16-bit rows, then SoftmaxRow
 // (src/softmax_row-inl.h) and the fill of the masked keys. Re-included per
@@ -81,6 +82,16 @@ constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 // it and D2w's are not measured.
 constexpr std::size_t kMaxBatchPlanBytes = 32 * 1024;
 
+// Whether a call whose rows span `call_bytes` prefetches each next row
+// (kPrefetchMinBytes), and issues the rest of its plan before the fill
+// (kFinishMinBytes).
+struct CallPrefetch {
+  bool rows, finish;
+};
+inline CallPrefetch CallPrefetchOf(std::size_t call_bytes) {
+  return {call_bytes > kPrefetchMinBytes, call_bytes > kFinishMinBytes};
+}
+
 // The keys of the next row that a call's prefetch fetches (over this row's
 // exp steps): in the default mode all the row's (or the part's) keys, as
 // its fill writes the masked ones. The kept-only mode never touches those:
@@ -106,6 +117,27 @@ inline std::int64_t KeyShift(const MaskSpec& mask, const detail::Rules& rules,
              ? static_cast<std::int64_t>(mask.past) -
                    static_cast<std::int64_t>(mask.upper)
              : 0;
+}
+
+// Whether rows are those of a dense-only mask read directly: not when ALiBi
+// wraps the source, as the rule path (keep bytes, or the bias) then serves
+// them, so that the ALiBi wrappers exist for fewer sources. Bit masks always
+// go through the bytes.
+inline bool ReadsDenseRows(const detail::Rules& rules,
+                           const SoftmaxOptions& options) {
+  return rules.dense_only && options.alibi_slopes == nullptr &&
+         rules.dense != DenseKind::kKeepBits;
+}
+
+// The sink logit of head h (-inf: none), and row r's log-sum-exp entry
+// (null: none).
+inline float HeadSink(const SoftmaxOptions& options, std::size_t h) {
+  return options.sink_logits != nullptr
+             ? options.sink_logits[h]
+             : -std::numeric_limits<float>::infinity();
+}
+inline float* RowLse(const SoftmaxOptions& options, std::size_t r) {
+  return options.row_lse != nullptr ? options.row_lse + r : nullptr;
 }
 
 // The row loop of one row type, for rows of every kind (plain rows also
@@ -150,12 +182,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   detail::RowKeepCache keep_cache;
   const std::size_t mask_unit = DenseUnitBytes(rules.dense);
   const std::size_t exp_step = 4 * hn::Lanes(df);  // keys per SegmentExp step
-  // Dense-only rows read their dense part directly, unless ALiBi wraps the
-  // source: the rule path (keep bytes, or the bias) then serves them, so
-  // that the ALiBi wrappers exist for fewer sources.
-  // Bit masks always go through the bytes.
-  const bool dense_rows = rules.dense_only && options.alibi_slopes == nullptr &&
-                          rules.dense != DenseKind::kKeepBits;
+  const bool dense_rows = ReadsDenseRows(rules, options);
   const bool per_element =
       !dense_rows && (rules.per_element ||
                       (rules.dense_only && rules.dense != DenseKind::kBias));
@@ -178,26 +205,16 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   // prefetch and the fill cover them alone.
   const KeyInterval keys = part != nullptr ? part->keys : KeyInterval{0, n};
   const KeptKeys all_keys{{keys}, keys.begin < keys.end ? 1u : 0u};
-  const std::size_t call_bytes =
-      (rows.end - rows.begin) * keys.size() * elem_bytes;
-  const bool prefetch_rows = call_bytes > kPrefetchMinBytes;
-  const bool finish_prefetch = call_bytes > kFinishMinBytes;
-  detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
-  // Row i's offsets in the input, output and mask; those of the next row
-  // (`next`) are computed for the prefetch and taken by the next step.
-  std::size_t in_at = detail::RowOffset(shape, in.strides, i);
-  std::size_t out_at = detail::RowOffset(shape, out.strides, i);
-  std::size_t m = detail::RowOffset(mask.shape, mask.strides, i);
-  for (std::size_t r = rows.begin; r < rows.end; ++r) {
-    const detail::RowIndex next = detail::NextRowIndex(shape, i);
-    const std::size_t next_in =
-        detail::NextRowOffset(shape, in.strides, next, in_at);
-    const std::size_t next_out =
-        detail::NextRowOffset(shape, out.strides, next, out_at);
-    const std::size_t next_m =
-        detail::NextRowOffset(mask.shape, mask.strides, next, m);
-    const char* s = in_base + in_at * elem_bytes;
-    char* o = out_base + out_at * elem_bytes;
+  const CallPrefetch call_prefetch =
+      CallPrefetchOf((rows.end - rows.begin) * keys.size() * elem_bytes);
+  detail::RowWalk walk(shape, in.strides, out.strides, mask, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end; ++r, walk.Advance()) {
+    const detail::RowIndex& i = walk.index();
+    const detail::RowOffsets& at = walk.at();
+    const detail::RowOffsets& next_at = walk.next_at();
+    const std::size_t m = at.mask;
+    const char* s = in_base + at.in * elem_bytes;
+    char* o = out_base + at.out * elem_bytes;
     // [0, n) for dense-only masks.
     KeptKeys kept = rules.dense_only ? WholeRow(n)
                                      : detail::KeptKeysOf(mask, rules, i.b, i.q,
@@ -253,16 +270,17 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     }
     // Prefetch the next row's input, output and dense mask row (unless
     // broadcast: this row's) over this row's exp steps.
-    if (!prefetch_rows || r + 1 == rows.end) {
+    if (!call_prefetch.rows || r + 1 == rows.end) {
       prefetch.Clear();
     } else {
-      const bool new_mask_row = rules.dense != DenseKind::kNone && next_m != m;
+      const bool new_mask_row =
+          rules.dense != DenseKind::kNone && next_at.mask != m;
       const KeyInterval fetch =
           options.zero_masked ? keys : LargestInterval(*pass_kept);
       const void* begin[] = {
-          in_base + (next_in + fetch.begin) * elem_bytes,
-          out_base + (next_out + fetch.begin) * elem_bytes,
-          static_cast<const char*>(mask.data) + next_m * mask_unit};
+          in_base + (next_at.in + fetch.begin) * elem_bytes,
+          out_base + (next_at.out + fetch.begin) * elem_bytes,
+          static_cast<const char*>(mask.data) + next_at.mask * mask_unit};
       const std::size_t bytes[] = {
           fetch.size() * elem_bytes, fetch.size() * elem_bytes,
           new_mask_row ? DenseRowBytes(rules.dense, n) : 0};
@@ -305,12 +323,10 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     const RowCode code{&mask, &options, &rules, i, shape.q_len, n, m,
                        dense_rows, read_bytes, keep_bytes, origin,
                        // A part has no sink and no lse: the finish adds them.
-                       options.sink_logits != nullptr && part == nullptr
-                           ? options.sink_logits[i.h]
+                       part == nullptr
+                           ? HeadSink(options, i.h)
                            : -std::numeric_limits<float>::infinity(),
-                       options.row_lse != nullptr && part == nullptr
-                           ? options.row_lse + r
-                           : nullptr,
+                       part == nullptr ? RowLse(options, r) : nullptr,
                        part != nullptr ? part->stats + r : nullptr};
     SoftmaxRow(row, code, prefetch);
     // The rest of the next row's prefetch plan, before the fill: a row with
@@ -318,7 +334,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     // (on AVX3 a step is 64 keys, 4 steps of 16 lines for a 128-line row),
     // and its lines then arrive while the fill's stores drain instead of as
     // misses of the next row's passes.
-    if (finish_prefetch) prefetch.Finish();
+    if (call_prefetch.finish) prefetch.Finish();
     // The masked keys last (the fill never touches a kept key, so the
     // order does not change a result): its stores then drain while the
     // next row's max pass loads, instead of queueing in front of this
@@ -331,10 +347,70 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
                         options.zero_masked ? all_keys : kept, *pass_kept,
                         Elem<kType>{});
     }
-    i = next;
-    in_at = next_in;
-    out_at = next_out;
-    m = next_m;
+  }
+}
+
+// The row loop of f32 rows whose mask is a dense part alone, read directly
+// (ReadsDenseRows: a host-built bias or keep mask, not split). A row is one
+// whole-row segment with no key outside it, so the loop keeps only its
+// addresses and the next row's prefetch, none of GeneralRowsOf's kept
+// intervals, keep bytes, 16-bit scratch or fill. Through GeneralRowsOf
+// these steps took 5% of P4 (a causal bias) and 9% of its rows in L2
+// (docs/PERFORMANCE.md). 16-bit rows, which convert into a scratch, stay
+// there.
+HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
+                                 const MaskSpec& mask,
+                                 const SoftmaxOptions& options, RowRange rows) {
+  const hn::ScalableTag<float> df;
+  const Shape4& shape = in.shape;
+  const std::size_t n = shape.k_len;
+  const auto* in_base = static_cast<const float*>(in.data);
+  auto* out_base = static_cast<float*>(out.data);
+  const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
+  const detail::Rules rules = detail::RulesOf(mask);
+  const std::size_t mask_unit = DenseUnitBytes(rules.dense);
+  const std::size_t mask_row_bytes = DenseRowBytes(rules.dense, n);
+  const std::size_t exp_steps = n / (4 * hn::Lanes(df));  // SegmentExp's
+  // As GeneralRowsOf prefetches (every row plans its whole keys).
+  const CallPrefetch call_prefetch =
+      CallPrefetchOf((rows.end - rows.begin) * n * sizeof(float));
+  detail::RowPrefetch prefetch;
+  detail::RowWalk walk(shape, in.strides, out.strides, mask, rows.begin);
+  for (std::size_t r = rows.begin; r < rows.end; ++r, walk.Advance()) {
+    const detail::RowIndex& i = walk.index();
+    const detail::RowOffsets& at = walk.at();
+    const detail::RowOffsets& next_at = walk.next_at();
+    if (!call_prefetch.rows || r + 1 == rows.end) {
+      prefetch.Clear();
+    } else {
+      const void* begin[] = {
+          in_base + next_at.in, out_base + next_at.out,
+          static_cast<const char*>(mask.data) + next_at.mask * mask_unit};
+      const std::size_t bytes[] = {
+          n * sizeof(float), n * sizeof(float),
+          next_at.mask != at.mask ? mask_row_bytes : 0};
+      prefetch.Plan(begin, bytes, exp_steps);
+    }
+    float* o = out_base + at.out;
+    const Segment seg{in_base + at.in, o, 0, n, 0};
+    void* const outs[] = {o};
+    const RowSegments row{&seg, outs, 1, ScoreType::kF32, nullptr};
+    const RowCode code{&mask,
+                       &options,
+                       &rules,
+                       i,
+                       shape.q_len,
+                       n,
+                       at.mask,
+                       /*dense_rows=*/true,
+                       /*read_bytes=*/false,
+                       /*keep_bytes=*/nullptr,
+                       /*origin=*/0,
+                       HeadSink(options, i.h),
+                       RowLse(options, r),
+                       /*part=*/nullptr};
+    SoftmaxRow(row, code, prefetch);
+    if (call_prefetch.finish) prefetch.Finish();
   }
 }
 
@@ -674,6 +750,11 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
                  RowRange rows, const detail::RowPart* part) {
   switch (in.type) {
     case ScoreType::kF32:
+      // A dense mask alone: their own loop (16-bit rows of one convert in
+      // GeneralRowsOf's scratch).
+      if (part == nullptr && ReadsDenseRows(detail::RulesOf(mask), options)) {
+        return DenseF32RowsOf(in, out, mask, options, rows);
+      }
       return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows, part);
     case ScoreType::kBF16:
       return SoftmaxRowsOf<ScoreType::kBF16>(in, out, mask, options, rows,

@@ -147,10 +147,15 @@ void RandomMask(std::mt19937_64& rng, const Shape4& s, ExtMask& m) {
       for (auto& v : m.bias) {
         v = rng() % 10 == 0 ? -kInf : static_cast<float>(rng() % 7) - 3.0f;
       }
-      if (rng() % 2) {
+      const std::uint64_t pick = rng() % 3;
+      if (pick == 0) {
         m.mask =
             MaskSpec::decode(below(n), n - 1).with_keep_bits(m.bits.data(), s);
         m.name = "decode+keep_bits";
+      } else if (pick == 1) {
+        // A dense part alone: the f32 rows' own loop (DenseF32RowsOf).
+        m.mask = MaskSpec::bias(m.bias.data(), s);
+        m.name = "bias";
       } else {
         m.mask = MaskSpec::causal().with_bias(m.bias.data(), s);
         m.name = "causal+bias";
