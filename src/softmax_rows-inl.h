@@ -355,7 +355,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
 // whole-row segment with no key outside it, so the loop keeps only its
 // addresses and the next row's prefetch, none of GeneralRowsOf's kept
 // intervals, keep bytes, 16-bit scratch or fill. Through GeneralRowsOf
-// these steps took 5% of P4 (a causal bias) and 9% of its rows in L2
+// these steps took 5-6% of P4 (a causal bias), 10% of its rows in L2
 // (docs/PERFORMANCE.md). 16-bit rows, which convert into a scratch, stay
 // there.
 HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
