@@ -360,6 +360,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
 // there.
 HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
                                  const MaskSpec& mask,
+                                 const detail::Rules& rules,
                                  const SoftmaxOptions& options, RowRange rows) {
   const hn::ScalableTag<float> df;
   const Shape4& shape = in.shape;
@@ -367,7 +368,6 @@ HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
   const auto* in_base = static_cast<const float*>(in.data);
   auto* out_base = static_cast<float*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
-  const detail::Rules rules = detail::RulesOf(mask);
   const std::size_t mask_unit = DenseUnitBytes(rules.dense);
   const std::size_t mask_row_bytes = DenseRowBytes(rules.dense, n);
   const std::size_t exp_steps = n / (4 * hn::Lanes(df));  // SegmentExp's
@@ -752,8 +752,11 @@ void SoftmaxRows(const ScoreView& in, const ScoreView& out,
     case ScoreType::kF32:
       // A dense mask alone: their own loop (16-bit rows of one convert in
       // GeneralRowsOf's scratch).
-      if (part == nullptr && ReadsDenseRows(detail::RulesOf(mask), options)) {
-        return DenseF32RowsOf(in, out, mask, options, rows);
+      if (part == nullptr) {
+        const detail::Rules rules = detail::RulesOf(mask);
+        if (ReadsDenseRows(rules, options)) {
+          return DenseF32RowsOf(in, out, mask, rules, options, rows);
+        }
       }
       return SoftmaxRowsOf<ScoreType::kF32>(in, out, mask, options, rows, part);
     case ScoreType::kBF16:
