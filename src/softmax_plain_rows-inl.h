@@ -73,16 +73,16 @@ template <ScoreType kType>
 constexpr ScoreType kPlainLoadType =
     kPlainConvertOnLoad ? kType : ScoreType::kF32;
 
-// One row of a batch. Passes 1 and 2 read `in` over `in_kept`, as
-// kPlainLoadType; pass 2 writes its f32 exps to `out` over `kept`. For f32
-// rows `in` is the input row and `out` the output row (the same memory in
-// place), both over its kept intervals `row_kept`. For 16-bit rows `out` is
-// the batch's f32 scratch, over `packed` (row_kept's intervals packed one
-// after another), which pass 3 converts back into the row; `in` is the
-// input row over row_kept (kPlainConvertOnLoad) or the scratch, converted,
-// over packed, with the keys' raw maximum. Also its head's sink logit
-// (-inf: none), its row_lse entry (or null) and the output row itself (key
-// 0, in its type).
+// One row of a batch. Pass 1 reads `in` over `in_kept`, as kPlainLoadType,
+// and so does pass 2 (ALiBi rows: see below); pass 2 writes its f32 exps to
+// `out` over `kept`. For f32 rows `in` is the input row and `out` the
+// output row (the same memory in place), both over its kept intervals
+// `row_kept`. For 16-bit rows `out` is the batch's f32 scratch, over
+// `packed` (row_kept's intervals packed one after another), which pass 3
+// converts back into the row; `in` is the input row over row_kept
+// (kPlainConvertOnLoad) or the scratch, converted, over packed, with the
+// keys' raw maximum. Also its head's sink logit (-inf: none), its row_lse
+// entry (or null) and the output row itself (key 0, in its type).
 //
 // ALiBi rows carry their term: the first key of kept interval j is at the
 // signed distance first[j] = p_q - shift - key from the query (the Decode
@@ -91,7 +91,11 @@ constexpr ScoreType kPlainLoadType =
 // in f32 (a row whose distances reach 2^24 is not plain), so stepping a
 // vector of them by N per vector gives exactly the f32 distances
 // ImplicitKeyDistance computes per vector on the general path: the same
-// results, at one subtraction per vector.
+// maximum, at one subtraction per vector. Pass 1 stores each key's
+// transformed score t into `work` over `packed` (the batch's f32 scratch:
+// never into the row, which stays intact for the general code should the
+// row leave its batch), and pass 2 takes its exps from there, as the
+// general path's StoredScores does: no distance or term computed twice.
 struct PlainAlibi {
   float neg_slope;
   float first[KeptKeys::kMaxIntervals];
@@ -106,16 +110,17 @@ struct PlainRow {
   const void* in;
   const KeptKeys* in_kept;  // row_kept or &packed
   float* out;
-  float sink;
   float* lse;
   void* row;
   const KeptKeys* row_kept;  // shared by the rows of one batch and query
-  KeptKeys packed;           // 16-bit rows: their kept keys in the scratch
-  float raw_max;             // 16-bit rows converted into the scratch
-  PlainAlibi alibi;          // kAlibi rows only
+  float* work;      // ALiBi rows: their transformed scores, over packed
+  KeptKeys packed;  // 16-bit and ALiBi rows: their kept keys in the scratch
+  float sink;
+  float raw_max;     // 16-bit rows converted into the scratch
+  PlainAlibi alibi;  // kAlibi rows only
 };
 
-// The ALiBi term of a plain pass: Distances(df, j) is the vector of
+// The ALiBi term of pass 1: Distances(df, j) is the vector of
 // interval j's first N signed distances; Next(df, d, i) those i vectors
 // further on. Scalars only: SVE vectors cannot be class members (the
 // compiler hoists the Sets out of the loops).
@@ -156,24 +161,31 @@ struct PlainTerm {
 // partial-vector paths on rows of a few vectors.
 //
 // Pass 1: the raw maximum of the kept keys, four accumulators. kAlibi: the
-// maximum of the transformed scores, x scale plus the ALiBi term.
+// maximum of the transformed scores t, x scale plus the ALiBi term, each t
+// stored into row.work over row.packed (in place where `in` is the scratch:
+// 16-bit rows converted beforehand).
 template <ScoreType kType, bool kAlibi, class DF>
 HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   using V = hn::Vec<DF>;
   const std::size_t N = hn::Lanes(df);
   constexpr ScoreType kLoad = kPlainLoadType<kType>;
   const KeptKeys& kept = *row.in_kept;
-  const auto* HWY_RESTRICT in = static_cast<const Elem<kLoad>*>(row.in);
   const PlainTerm<kAlibi> term{row, scale};
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
+  const auto* in = static_cast<const Elem<kLoad>*>(row.in);
   for (std::size_t j = 0; j < kept.count; ++j) {
+    // Key k of the row: in[k], its t into t_out[k - begin] (kAlibi).
+    const std::size_t begin = kept.intervals[j].begin;
+    float* t_out = kAlibi ? row.work + row.packed.intervals[j].begin : nullptr;
     const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-      return term.Transformed(df, LoadRow<kLoad>(df, in + k), d);
+      const V t = term.Transformed(df, LoadRow<kLoad>(df, in + k), d);
+      if constexpr (kAlibi) hn::StoreU(t, df, t_out + (k - begin));
+      return t;
     };
     V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
-    std::size_t k = kept.intervals[j].begin;
+    std::size_t k = begin;
     for (; k + 4 * N <= end; k += 4 * N, d = term.Next(df, d, 4)) {
       m0 = hn::Max(m0, at(k, d));
       m1 = hn::Max(m1, at(k + N, term.Next(df, d, 1)));
@@ -185,85 +197,74 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     }
     if (k < end) {
       const std::size_t count = end - k;
-      m1 = hn::Max(
-          m1, hn::IfThenElse(hn::FirstN(df, count),
-                             term.Transformed(
-                                 df, LoadRowTail<kLoad>(df, in + k, count), d),
-                             neg_inf));
+      const V t =
+          term.Transformed(df, LoadRowTail<kLoad>(df, in + k, count), d);
+      if constexpr (kAlibi) {
+        StoreRowTail<ScoreType::kF32>(df, t, t_out + (k - begin), count);
+      }
+      m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(df, count), t, neg_inf));
     }
   }
   return MaxOfLanesExact(df, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)));
 }
 
-// Pass 2: out = exp(in scale - max) on the kept keys (the plain argument:
-// one FMA), returning their sum; kAlibi: the term joins it as a second FMA,
-// x (scale log2 e) + (|d| (-slope log2 e) + (-max log2 e)). The rounded
-// constants err relative to x scale and to slope |d| (not to their sum t:
-// where they cancel, their error stays), as the general argument's product
-// x scale does, rounded before the term joins it; the tests hold both forms
-// to the bound of docs/KERNELS.md. Two operations less per vector:
-// P4alibi took 0.96x the time of the general argument. The sums are
+// Pass 2: out = exp(x - max) on the kept keys, returning their sum. x is
+// the row's raw key times the call's scale, read from `in` over `in_kept`,
+// or (kStored: ALiBi rows) the t pass 1 stored into `work` over `packed`.
+// The argument is the plain one, one FMA: x (scale log2 e) + (-max log2 e),
+// or for stored t, t log2 e + (-max log2 e) (the general path's
+// StoredScores argument, so the same exp as there). The sums are
 // SegmentExp's: four f32 sums of kBlock steps of four vectors, widened into
 // f64, so the error bound of docs/KERNELS.md holds unchanged.
-template <ScoreType kType, bool kAlibi, class DF>
+template <ScoreType kType, bool kStored, class DF>
 HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
                               float max, detail::RowPrefetch* prefetch) {
   using V = hn::Vec<DF>;
   const WideTag<DF> dd;
   const std::size_t N = hn::Lanes(df);
   constexpr std::size_t kBlock = 4;
-  const PlainTerm<kAlibi> term{row, scale};
-  const V log2e = hn::Set(df, static_cast<float>(scale * kLog2e));
-  const V slope_log2e = hn::Set(
-      df, kAlibi ? static_cast<float>(row.alibi.neg_slope * kLog2e) : 0.0f);
+  const V log2e =
+      hn::Set(df, static_cast<float>((kStored ? 1.0f : scale) * kLog2e));
   const V bias = hn::Set(df, NegMaxLog2e(max));
-  const auto exp_of = [&](V x, V d) RLX_INLINE_LAMBDA {
-    if constexpr (kAlibi) {
-      return SoftmaxExp2(
-          df, hn::MulAdd(x, log2e, hn::MulAdd(hn::Abs(d), slope_log2e, bias)));
-    } else {
-      (void)d;
-      return SoftmaxExp2(df, hn::MulAdd(x, log2e, bias));
-    }
+  const auto exp_of = [&](V x) RLX_INLINE_LAMBDA {
+    return SoftmaxExp2(df, hn::MulAdd(x, log2e, bias));
   };
   // Interval j's keys k in [0, end) from `in` and `out`.
-  constexpr ScoreType kLoad = kPlainLoadType<kType>;
+  constexpr ScoreType kLoad = kStored ? ScoreType::kF32 : kPlainLoadType<kType>;
+  const auto* in_row = static_cast<const Elem<kLoad>*>(
+      kStored ? static_cast<const void*>(row.work) : row.in);
+  const KeptKeys& in_kept = kStored ? row.packed : *row.in_kept;
   const Elem<kLoad>* in;
   float* out;
-  const auto exp_store = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-    const V e = exp_of(LoadRow<kLoad>(df, in + k), d);
+  const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {
+    const V e = exp_of(LoadRow<kLoad>(df, in + k));
     hn::StoreU(e, df, out + k);
     return e;
   };
   auto lo = hn::Zero(dd), hi = lo;
   for (std::size_t j = 0; j < row.kept->count; ++j) {
-    V d = term.Distances(df, j);
-    in = static_cast<const Elem<kLoad>*>(row.in) +
-         row.in_kept->intervals[j].begin;
+    in = in_row + in_kept.intervals[j].begin;
     out = row.out + row.kept->intervals[j].begin;
     const std::size_t end = row.kept->intervals[j].size();
     std::size_t k = 0;
     while (k + 4 * N <= end) {
       V s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
       for (std::size_t step = 0; step < kBlock && k + 4 * N <= end;
-           ++step, k += 4 * N, d = term.Next(df, d, 4)) {
-        s0 = hn::Add(s0, exp_store(k, d));
-        s1 = hn::Add(s1, exp_store(k + N, term.Next(df, d, 1)));
-        s2 = hn::Add(s2, exp_store(k + 2 * N, term.Next(df, d, 2)));
-        s3 = hn::Add(s3, exp_store(k + 3 * N, term.Next(df, d, 3)));
+           ++step, k += 4 * N) {
+        s0 = hn::Add(s0, exp_store(k));
+        s1 = hn::Add(s1, exp_store(k + N));
+        s2 = hn::Add(s2, exp_store(k + 2 * N));
+        s3 = hn::Add(s3, exp_store(k + 3 * N));
         if (prefetch != nullptr) prefetch->Step();
       }
       AddWide(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), lo, hi);
     }
     V rest = hn::Zero(df);
-    for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
-      rest = hn::Add(rest, exp_store(k, d));
-    }
+    for (; k + N <= end; k += N) rest = hn::Add(rest, exp_store(k));
     if (k < end) {
       const std::size_t count = end - k;
-      const V e =
-          hn::IfThenElseZero(hn::FirstN(df, count),
-                             exp_of(LoadRowTail<kLoad>(df, in + k, count), d));
+      const V e = hn::IfThenElseZero(
+          hn::FirstN(df, count), exp_of(LoadRowTail<kLoad>(df, in + k, count)));
       StoreRowTail<ScoreType::kF32>(df, e, out + k, count);
       rest = hn::Add(rest, e);
     }
@@ -328,8 +329,9 @@ HWY_INLINE void PlainRowMaxOf(DF df, const PlainRow* rows, std::size_t g,
   const float scaled = kAlibi ? raw : options.scale * raw;
   const float max = std::max(scaled, rows[g].sink);
   maxima->max[g] = max;
-  if (!(std::fabs(scaled) < kInf) || !PlainArgument(max, options) ||
-      (kAlibi && !(std::fabs(rows[g].alibi.neg_slope * kLog2e) <= FLT_MAX))) {
+  // ALiBi rows' exps take the stored t, under the stored argument's limit.
+  if (!(std::fabs(scaled) < kInf) ||
+      !(kAlibi ? PlainArgumentMax(max) : PlainArgument(max, options))) {
     maxima->general |= 1u << g;
   }
 }

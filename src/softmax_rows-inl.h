@@ -444,10 +444,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   const auto* in_base = static_cast<const Elem<kType>*>(in.data);
   auto* out_base = static_cast<Elem<kType>*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
-  // 16-bit rows: the batch's kept keys converted to f32, packed (16 KiB on
-  // the stack, so that calls do not allocate).
+  // The batch's kept keys in f32, packed (16 KiB on the stack, so that
+  // calls do not allocate): 16-bit rows' exps (and their keys converted),
+  // ALiBi rows' transformed scores.
   static_assert(kPlainRowKeys <= kPlainBatchKeys);
-  float scratch[f32 ? 1 : kPlainBatchKeys];
+  float scratch[kPlainBatchKeys];
   // A row's kept intervals depend on its batch and query only: decided once
   // for all the heads that share them (a decode step's), into a slot of a
   // ring that the batch's rows point into. A slot no batched row points to
@@ -553,10 +554,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     batch_keys = 0;
   };
   // The batch row of row r (index i, at s and o), its kept intervals at
-  // `row_kept`: f32 rows run in place in it; 16-bit rows' kept keys go to
-  // the scratch from float `work_at`, packed (PlainRow): their exps, and
-  // unless kPlainConvertOnLoad, first the keys converted, their maximum
-  // taken on the way (pass 1).
+  // `row_kept`: f32 rows run in place in it. The scratch from float
+  // `work_at` holds its kept keys packed (PlainRow): an ALiBi row's
+  // transformed scores (pass 1), a 16-bit row's exps, and unless
+  // kPlainConvertOnLoad, first its keys converted, their maximum taken on
+  // the way (pass 1).
   const auto fill_row = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
                             const Elem<kType>* s, Elem<kType>* o,
                             const KeptKeys* row_kept, std::size_t work_at) {
@@ -569,27 +571,31 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     row.in = s;
     row.in_kept = row_kept;
     if constexpr (f32) {
-      (void)work_at;
       row.kept = row_kept;
       row.out = o;
-    } else {
-      float* const work = scratch + work_at;
-      auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
+    }
+    if (!f32 || alibi) {
       std::size_t at = 0;
       for (std::size_t j = 0; j < row_kept->count; ++j) {
         const KeyInterval& iv = row_kept->intervals[j];
-        if constexpr (!kPlainConvertOnLoad) {
-          max = ConvertRowToF32<kType>(df, s + iv.begin, work + at, iv.size(),
-                                       max);
-        }
         row.packed.intervals[j] = {at, at + iv.size()};
         at += iv.size();
       }
       row.packed.count = row_kept->count;
+      row.work = scratch + work_at;
+    }
+    if constexpr (!f32) {
       row.kept = &row.packed;
-      row.out = work;
+      row.out = row.work;
       if constexpr (!kPlainConvertOnLoad) {
-        row.in = work;
+        auto max = hn::Set(df, -std::numeric_limits<float>::infinity());
+        for (std::size_t j = 0; j < row_kept->count; ++j) {
+          const KeyInterval& iv = row_kept->intervals[j];
+          max = ConvertRowToF32<kType>(df, s + iv.begin,
+                                       row.work + row.packed.intervals[j].begin,
+                                       iv.size(), max);
+        }
+        row.in = row.work;
         row.in_kept = &row.packed;
         row.raw_max = MaxOfLanesExact(df, max);
       }
