@@ -381,6 +381,51 @@ TEST_P(SoftmaxExtTest, DecodeHeadRunsGiveRowRangesTheWholeCallsBits) {
   }
 }
 
+// Plain ALiBi rows store their transformed scores in pass 1, into the
+// batch's scratch, not into the row: a row that leaves its batch after
+// pass 1 (a +inf or NaN key, every kept key -inf, or a maximum beyond the
+// plain argument's limit) is run again by the general code from its input,
+// which must still hold the scores. Causal rows of 29-40 keys, every one
+// plain, those that leave sitting between rows that stay.
+TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
+  std::mt19937_64 rng(20261204);
+  const Shape4 s{2, 3, 12, 40};
+  const MaskSpec mask = MaskSpec::causal();
+  const std::vector<float> slopes = alibi_slopes(s.heads, 8.0f);
+  for (ScoreType type : kTypes) {
+    for (const bool zero_masked : {true, false}) {
+      testing::Tensor t = RandomScores(rng, type, s);
+      testing::Set(t.view, testing::Offset(t.view, 0, 1, 3, 2), kInf);
+      testing::Set(t.view, testing::Offset(t.view, 1, 0, 7, 30),
+                   std::numeric_limits<float>::quiet_NaN());
+      for (std::size_t k = 0; k < s.k_len; ++k) {
+        testing::Set(t.view, testing::Offset(t.view, 1, 2, 5, k), -kInf);
+      }
+      // 4e6 scale log2 e is beyond 2^20 (f16: +inf).
+      testing::Set(t.view, testing::Offset(t.view, 0, 2, 10, 17), 4e6f);
+      SoftmaxOptions options;
+      options.zero_masked = zero_masked;
+      options.scale = 0.5f;
+      options.alibi_slopes = slopes.data();
+      std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
+      options.row_lse = lse.data();
+      std::vector<std::uint8_t> before_bytes, got_bytes, want_bytes;
+      const ScoreView before = testing::SameViewIn(t, before_bytes);
+      const ScoreView got = testing::SameViewIn(t, got_bytes);
+      const ScoreView want = testing::SameViewIn(t, want_bytes);
+      masked_softmax(got, mask, options);
+      SoftmaxOptions ref_options = options;
+      ref_options.row_lse = lse_want.data();
+      reference::masked_softmax(want, want, mask, ref_options,
+                                RowRange::all(s));
+      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
+                                         lse.data(), lse_want.data()),
+                "")
+          << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
+    }
+  }
+}
+
 // gpt-oss writes the sink as an extra column of the scores: softmax over
 // [scores, sink], then drop the column. The kernel's sinks agree with that.
 TEST_P(SoftmaxExtTest, SinksEqualTheExtraColumnFormulation) {
