@@ -29,7 +29,6 @@
 #endif
 
 #include <algorithm>
-#include <cfloat>
 #include <cmath>
 #include <cstddef>
 #include <limits>
