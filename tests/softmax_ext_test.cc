@@ -202,6 +202,28 @@ std::string KernelMismatch(std::mt19937_64& rng, ScoreType type,
   return testing::SoftmaxMismatch(before, got, want, ref_mask, ref_options);
 }
 
+// masked_softmax of t's scores under (mask, options) against the oracle
+// under the same, on copies of t: SoftmaxMismatch's verdict ("" on a
+// match), with the rows' log-sum-exp when options asks for it.
+std::string OracleMismatch(const testing::Tensor& t, const MaskSpec& mask,
+                           SoftmaxOptions options) {
+  const Shape4& s = t.view.shape;
+  std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
+  const bool with_lse = options.row_lse != nullptr;
+  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView got = testing::SameViewIn(t, got_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  if (with_lse) options.row_lse = lse.data();
+  masked_softmax(got, mask, options);
+  SoftmaxOptions ref_options = options;
+  if (with_lse) ref_options.row_lse = lse_want.data();
+  reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
+  return testing::SoftmaxMismatch(before, got, want, mask, options,
+                                  with_lse ? lse.data() : nullptr,
+                                  with_lse ? lse_want.data() : nullptr);
+}
+
 // Sink logits per head drawn from large, small, zero and -inf (no sink).
 std::vector<float> RandomSinks(std::mt19937_64& rng, std::size_t heads) {
   static constexpr float kChoices[] = {-kInf, -30.0f, -2.0f, 0.0f,
@@ -407,20 +429,9 @@ TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
       options.zero_masked = zero_masked;
       options.scale = 0.5f;
       options.alibi_slopes = slopes.data();
-      std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
+      std::vector<float> lse(s.rows());
       options.row_lse = lse.data();
-      std::vector<std::uint8_t> before_bytes, got_bytes, want_bytes;
-      const ScoreView before = testing::SameViewIn(t, before_bytes);
-      const ScoreView got = testing::SameViewIn(t, got_bytes);
-      const ScoreView want = testing::SameViewIn(t, want_bytes);
-      masked_softmax(got, mask, options);
-      SoftmaxOptions ref_options = options;
-      ref_options.row_lse = lse_want.data();
-      reference::masked_softmax(want, want, mask, ref_options,
-                                RowRange::all(s));
-      ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                         lse.data(), lse_want.data()),
-                "")
+      ASSERT_EQ(OracleMismatch(t, mask, options), "")
           << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
     }
   }
@@ -1044,26 +1055,11 @@ TEST_P(SoftmaxExtTest, RowsAtTheScratchEdgeMatchTheOracle) {
         mask = mask.with_sink_keys(sinks).with_window_keys(past - 3);
       SoftmaxOptions options;
       options.scale = 0.5f;
-      std::vector<float> lse(s.rows()), lse_want(s.rows());
+      std::vector<float> lse(s.rows());
       options.row_lse = lse.data();
       for (ScoreType type : kTypes) {
-        const testing::Tensor t = RandomScores(rng, type, s);
-        const std::string where = std::string(testing::TypeName(type)) +
-                                  " k_len " + std::to_string(n) + " sinks " +
-                                  std::to_string(sinks);
-        std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
-        const ScoreView before = testing::SameViewIn(t, before_bytes);
-        const ScoreView got = testing::SameViewIn(t, got_bytes);
-        const ScoreView want = testing::SameViewIn(t, want_bytes);
-        masked_softmax(got, mask, options);
-        SoftmaxOptions ref_options = options;
-        ref_options.row_lse = lse_want.data();
-        reference::masked_softmax(want, want, mask, ref_options,
-                                  RowRange::all(s));
-        ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, mask, options,
-                                           lse.data(), lse_want.data()),
-                  "")
-            << where;
+        ASSERT_EQ(OracleMismatch(RandomScores(rng, type, s), mask, options), "")
+            << testing::TypeName(type) << " k_len " << n << " sinks " << sinks;
       }
     }
   }
