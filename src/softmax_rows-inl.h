@@ -207,6 +207,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
   const KeptKeys all_keys{{keys}, keys.begin < keys.end ? 1u : 0u};
   const CallPrefetch call_prefetch =
       CallPrefetchOf((rows.end - rows.begin) * keys.size() * elem_bytes);
+  const detail::CallKeptKeys kept_of(mask, rules, shape.q_len, n);
   detail::RowWalk walk(shape, in.strides, out.strides, mask, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end; ++r, walk.Advance()) {
     const detail::RowIndex& i = walk.index();
@@ -216,9 +217,7 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
     const char* s = in_base + at.in * elem_bytes;
     char* o = out_base + at.out * elem_bytes;
     // [0, n) for dense-only masks.
-    KeptKeys kept = rules.dense_only ? WholeRow(n)
-                                     : detail::KeptKeysOf(mask, rules, i.b, i.q,
-                                                          shape.q_len, n);
+    KeptKeys kept = rules.dense_only ? WholeRow(n) : kept_of.Of(i.b, i.q);
     if (part != nullptr) detail::ClipKeptKeys(&kept, keys);
     // `kept` stays what kept_keys reports for the row (within the part's
     // keys); the passes run over `pass_kept`: the same, or the intervals
@@ -691,6 +690,12 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     }
     return;
   }
+  const detail::CallKeptKeys kept_of(mask, rules, shape.q_len, n);
+  // ALiBi distances need no check per row where the call's are all exact:
+  // with the moving interval, p_q - k lies in [-q_len, k_len).
+  const bool distances_exact =
+      kept_of.moving() &&
+      static_cast<double>(std::max(n, shape.q_len + 1)) < kExactDistance;
   // Rows [general_begin, r) wait for GeneralRowsOf.
   std::size_t general_begin = rows.begin;
   detail::RowIndex i = detail::RowIndexOf(shape, rows.begin);
@@ -703,8 +708,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       }
       KeptKeys* const slot = &kept_ring.slots[ring_at];
       // Constructed in place from the returned value (no copy).
-      kept = ::new (static_cast<void*>(slot))
-          KeptKeys(detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n));
+      kept = ::new (static_cast<void*>(slot)) KeptKeys(kept_of.Of(i.b, i.q));
       kept_b = i.b;
       kept_q = i.q;
       keys = kept->size();
@@ -718,7 +722,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       run_batch();
     }
     PlainRow& row = plain[batched];
-    if (alibi) {
+    if (alibi && distances_exact) {
+      // One interval, no key shift (not Decode), every distance exact.
+      row.alibi.neg_slope = -options.alibi_slopes[i.h];
+      row.alibi.first[0] = static_cast<float>(
+          kept_of.QueryPositionOf(i.q) -
+          static_cast<std::int64_t>(kept->intervals[0].begin));
+    } else if (alibi) {
       // As SoftmaxAlibiRow and GeneralRowsOf set ImplicitKeyDistance up;
       // rows whose distances are not all exact in f32 are not plain.
       const double p_q = static_cast<double>(

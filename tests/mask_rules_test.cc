@@ -14,10 +14,12 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
+#include "src/mask_rows.h"
 #include "src/reference.h"
 #include "tests/error_of.h"
 #include "tests/per_target.h"
@@ -182,6 +184,64 @@ std::string KernelMismatch(const RuleMask& rm, const Shape4& s,
     }
   }
   return "";
+}
+
+// detail::CallKeptKeys, the softmax row loops' per-call KeptKeysOf: the
+// same intervals for every row of every shape, its inline moving interval
+// taken for exactly the calls it claims (causal, sliding windows and
+// window_keys at the ends of their range: one key, the whole span, and
+// beyond it; query lengths above and below the key length), and
+// KeptKeysOf itself for every other rule. Plain C++, so one test, not one
+// per target: the kernels' results go through the per-target tests below.
+TEST(CallKeptKeysTest, EveryRowMatchesKeptKeysOf) {
+  const std::int64_t offsets[] = {-3, 5};
+  const std::int64_t prefix[] = {2, 4};
+  const std::int32_t segments[128] = {};
+  const std::size_t huge = static_cast<std::size_t>(INT64_MAX);
+  const std::pair<std::size_t, std::size_t> shapes[] = {
+      {1, 1}, {1, 7}, {7, 1}, {5, 9}, {9, 5}, {16, 16}, {3, 40}};
+  std::size_t moving_calls = 0;
+  for (const auto& [q_len, k_len] : shapes) {
+    const std::size_t span = q_len + k_len;
+    std::vector<std::pair<MaskSpec, bool>> cases = {
+        {MaskSpec::none(), true},
+        {MaskSpec::causal(), true},
+        {MaskSpec::decode(k_len / 2, k_len - 1), false},
+        {MaskSpec::causal().with_chunk(3), false},
+        {MaskSpec::causal().with_sink_keys(2), false},
+        {MaskSpec::causal().with_query_offsets(offsets), false},
+        {MaskSpec::causal().with_prefix(prefix), false},
+        {MaskSpec::causal().with_segments(segments, segments), false},
+    };
+    for (const std::size_t w :
+         {std::size_t{1}, std::size_t{2}, k_len - 1, k_len, span - 1, span,
+          span + 1, huge - 1, huge}) {
+      cases.push_back({MaskSpec::sliding_window(w), true});
+      cases.push_back({MaskSpec::none().with_window_keys(w), true});
+      cases.push_back({MaskSpec::causal().with_window_keys(w), true});
+      cases.push_back({MaskSpec::sliding_window(w).with_window_keys(3), true});
+    }
+    for (const auto& [mask, moving] : cases) {
+      const detail::Rules rules = detail::RulesOf(mask);
+      const detail::CallKeptKeys call(mask, rules, q_len, k_len);
+      const std::string name = "q_len " + std::to_string(q_len) + ", k_len " +
+                               std::to_string(k_len) + ", kind " +
+                               std::to_string(static_cast<int>(mask.kind)) +
+                               ", window " + std::to_string(mask.window) +
+                               ", window_keys " +
+                               std::to_string(mask.window_keys);
+      EXPECT_EQ(call.moving(), moving) << name;
+      moving_calls += call.moving();
+      for (std::size_t b = 0; b < 2; ++b) {
+        for (std::size_t q = 0; q < q_len; ++q) {
+          EXPECT_EQ(call.Of(b, q),
+                    detail::KeptKeysOf(mask, rules, b, q, q_len, k_len))
+              << name << ", row (" << b << ", " << q << ")";
+        }
+      }
+    }
+  }
+  EXPECT_GT(moving_calls, 0u);
 }
 
 class MaskRulesTest : public testing::PerTargetTest {};
