@@ -339,7 +339,7 @@ class CallKeptKeys {
 
  private:
   const MaskSpec& mask_;
-  const Rules& rules_;
+  Rules rules_;
   std::size_t q_len_, k_len_;
   bool moving_;
   std::int64_t offset_, window_;
