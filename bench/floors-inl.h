@@ -20,6 +20,7 @@
 #include "rlx/scores.h"
 #include "src/row_convert-inl.h"
 #include "src/softmax_exp-inl.h"
+#include "src/softmax_passes-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -215,6 +216,119 @@ HWY_NOINLINE void KeptSoftmaxRows(float* HWY_RESTRICT data,
   const rlx::HWY_NAMESPACE::FlushToZeroScope flush_to_zero;  // SoftmaxExp2
   for (std::size_t r = 0; r < count; ++r) {
     PlainSoftmaxRow(d, data + begin[r], len[r]);
+  }
+}
+
+// The floor's three passes over every kept interval of one f32 row in place
+// (`kept`'s intervals, relative to `row`), under the contract masked_softmax
+// keeps and PlainSoftmaxRow does not (docs/KERNELS.md):
+// - no key outside the kept intervals is read or written: an interval's
+//   partial last vector is a masked access, one key a scalar (the library's
+//   LoadRowTail and StoreRowTail, as the kernel's tails);
+// - the sum is the kernel's: four f32 lane sums, each adding at most four
+//   values before they are widened into f64 (AddWide), one f64 total and a
+//   double reciprocal, so that the stated error bound holds at any length.
+// Otherwise the recipe is PlainSoftmaxRow's (four max accumulators, the
+// same exp), one row at a time: what the arithmetic and the accesses of the
+// contract cost without any of the kernel's row loop, batches or checks.
+template <class D>
+HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
+                                   const KeptKeys& kept) {
+  namespace lib = rlx::HWY_NAMESPACE;
+  constexpr ScoreType kF32 = ScoreType::kF32;
+  using V = hn::Vec<D>;
+  const std::size_t N = hn::Lanes(d);
+  const V neg_inf = hn::Set(d, -HUGE_VALF);
+  V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    const std::size_t end = kept.intervals[j].end;
+    std::size_t i = kept.intervals[j].begin;
+    for (; i + 4 * N <= end; i += 4 * N) {
+      m0 = hn::Max(m0, hn::LoadU(d, row + i));
+      m1 = hn::Max(m1, hn::LoadU(d, row + i + N));
+      m2 = hn::Max(m2, hn::LoadU(d, row + i + 2 * N));
+      m3 = hn::Max(m3, hn::LoadU(d, row + i + 3 * N));
+    }
+    for (; i + N <= end; i += N) m0 = hn::Max(m0, hn::LoadU(d, row + i));
+    if (i < end) {
+      m1 = hn::Max(
+          m1,
+          hn::IfThenElse(hn::FirstN(d, end - i),
+                         lib::LoadRowTail<kF32>(d, row + i, end - i), neg_inf));
+    }
+  }
+  const float max =
+      hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
+  const V log2e = hn::Set(d, 1.44269504088896341f);
+  const V bias = hn::Set(d, -max * 1.44269504088896341f);
+  const auto exp_of = [&](V x) __attribute__((always_inline)) {
+    return lib::SoftmaxExp2(d, hn::MulAdd(x, log2e, bias));
+  };
+  const auto exp_store = [&](std::size_t k) __attribute__((always_inline)) {
+    const V e = exp_of(hn::LoadU(d, row + k));
+    hn::StoreU(e, d, row + k);
+    return e;
+  };
+  const lib::WideTag<D> dd;
+  auto lo = hn::Zero(dd), hi = lo;
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    const std::size_t end = kept.intervals[j].end;
+    std::size_t i = kept.intervals[j].begin;
+    while (i + 4 * N <= end) {
+      V s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
+      for (std::size_t step = 0; step < 4 && i + 4 * N <= end;
+           ++step, i += 4 * N) {
+        s0 = hn::Add(s0, exp_store(i));
+        s1 = hn::Add(s1, exp_store(i + N));
+        s2 = hn::Add(s2, exp_store(i + 2 * N));
+        s3 = hn::Add(s3, exp_store(i + 3 * N));
+      }
+      lib::AddWide(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), lo, hi);
+    }
+    V rest = hn::Zero(d);
+    for (; i + N <= end; i += N) rest = hn::Add(rest, exp_store(i));
+    if (i < end) {
+      const V e = hn::IfThenElseZero(
+          hn::FirstN(d, end - i),
+          exp_of(lib::LoadRowTail<kF32>(d, row + i, end - i)));
+      lib::StoreRowTail<kF32>(d, e, row + i, end - i);
+      rest = hn::Add(rest, e);
+    }
+    lib::AddWide(d, rest, lo, hi);
+  }
+  const V inv =
+      hn::Set(d, static_cast<float>(1.0 / lib::WideTotal(dd, lo, hi)));
+  for (std::size_t j = 0; j < kept.count; ++j) {
+    const std::size_t end = kept.intervals[j].end;
+    std::size_t i = kept.intervals[j].begin;
+    const auto normalize = [&](std::size_t k) __attribute__((always_inline)) {
+      hn::StoreU(hn::Mul(hn::LoadU(d, row + k), inv), d, row + k);
+    };
+    for (; i + 4 * N <= end; i += 4 * N) {
+      normalize(i);
+      normalize(i + N);
+      normalize(i + 2 * N);
+      normalize(i + 3 * N);
+    }
+    for (; i + N <= end; i += N) normalize(i);
+    if (i < end) {
+      lib::StoreRowTail<kF32>(
+          d, hn::Mul(lib::LoadRowTail<kF32>(d, row + i, end - i), inv), row + i,
+          end - i);
+    }
+  }
+}
+
+// ContractSoftmaxRow over `count` f32 rows, row r at data + begin[r] with
+// the kept intervals kept[r].
+HWY_NOINLINE void ContractSoftmaxRows(float* HWY_RESTRICT data,
+                                      const std::size_t* HWY_RESTRICT begin,
+                                      const KeptKeys* HWY_RESTRICT kept,
+                                      std::size_t count) {
+  const hn::ScalableTag<float> d;
+  const rlx::HWY_NAMESPACE::FlushToZeroScope flush_to_zero;  // SoftmaxExp2
+  for (std::size_t r = 0; r < count; ++r) {
+    ContractSoftmaxRow(d, data + begin[r], kept[r]);
   }
 }
 

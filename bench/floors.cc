@@ -17,6 +17,7 @@
 
 namespace rlx::bench {
 
+HWY_EXPORT(ContractSoftmaxRows);
 HWY_EXPORT(CopyBytes);
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(KeptSoftmaxRows);
@@ -43,6 +44,11 @@ void ExpFloor(const float* in, float* out, std::size_t n) {
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count) {
   RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows)(data, begin, len, count);
+}
+
+void ContractSoftmaxFloor(float* data, const std::size_t* begin,
+                          const KeptKeys* kept, std::size_t count) {
+  RLX_DYNAMIC_DISPATCH(ContractSoftmaxRows)(data, begin, kept, count);
 }
 
 void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,

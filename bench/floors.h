@@ -37,6 +37,14 @@ void ExpFloor(const float* in, float* out, std::size_t n);
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count);
 
+// The same three passes on `count` f32 rows in place, row r at
+// data + begin[r] over its kept intervals kept[r] (relative to the row),
+// under masked_softmax's contract: nothing outside the kept keys read or
+// written, and the kernel's f64-widened sum (kept_softmax_floor_contract:
+// bench/softmax_ext_bench.cc).
+void ContractSoftmaxFloor(float* data, const std::size_t* begin,
+                          const KeptKeys* kept, std::size_t count);
+
 // KeptSoftmaxFloor on rows of 16-bit keys in place (`type` bf16 or f16):
 // pass 1 converts each row's keys into the f32 scratch `work` (at least the
 // longest row plus 64 floats), where pass 2 runs, and pass 3 converts the

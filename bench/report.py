@@ -107,7 +107,8 @@ KERNEL_ORDER = ["fill_decode_mask_reference", "reference", "rlx_loop",
                 "onednn_softmax", "onednn_masked_softmax", "fill_decode_mask",
                 "apply_mask", "masked_softmax", "copy_floor", "exp_floor",
                 "touch_floor", "kept_softmax_floor",
-                "kept_softmax_floor_unaligned", "kept_softmax_floor_in_place"]
+                "kept_softmax_floor_unaligned", "kept_softmax_floor_in_place",
+                "kept_softmax_floor_contract"]
 
 
 def order_key(context, results):

@@ -37,6 +37,12 @@
 //       for the layout the kernel is given (kept_softmax_floor slices the
 //       kept keys out, converted to f32); 16-bit rows converted as they are
 //       read and written (bench/floors.h KeptSoftmaxFloor16)
+//   kept_softmax_floor_contract/<workload>/<target>  (D1, D2, D2w, D3, f32)
+//       the floor's recipe in place over every kept interval of each row
+//       (the Decode token key too) under masked_softmax's contract: no
+//       masked key read or written, the kernel's f64-widened sum
+//       (bench/floors.h ContractSoftmaxFloor); against the kept-only rows,
+//       what the kernel's own row loop and per-row work cost
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -189,6 +195,66 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(keys));
 }
 
+// The floor's recipe in place in a copy of w's f32 rows over every kept
+// interval (a Decode row's token key too), under masked_softmax's contract
+// (bench/floors.h ContractSoftmaxFloor): no masked key read or written, and
+// the kernel's f64-widened sum. Against it, the kept-only kernel's distance
+// is its own row loop and per-row work, not what its contract asks.
+void BM_ContractFloor(benchmark::State& state, const Workload* w,
+                      const std::string& target) {
+  TargetScope scope(target);
+  float* data = static_cast<float*>(Scratch(1, w->bytes()));
+  const float* scores = static_cast<const float*>(Data(*w).scores);
+  std::memcpy(data, scores, w->bytes());  // contiguous
+  const Shape4& s = w->shape;
+  std::vector<std::size_t> begin;
+  std::vector<KeptKeys> kept;
+  std::size_t keys = 0;
+  for (std::size_t r = 0; r < s.rows(); ++r) {
+    begin.push_back(r * s.k_len);
+    kept.push_back(kept_keys(Data(*w).mask, r / (s.heads * s.q_len),
+                             r % s.q_len, s.q_len, s.k_len));
+    keys += kept.back().size();
+  }
+  const auto run = [&] {
+    ContractSoftmaxFloor(data, begin.data(), kept.data(), begin.size());
+  };
+  // One call checked first: each row's kept keys sum to 1, and every other
+  // key is still the input's (the contract this floor is for).
+  run();
+  for (std::size_t r = 0; r < begin.size(); ++r) {
+    double sum = 0.0;
+    std::size_t next = 0;  // the next kept interval of row r
+    for (std::size_t k = 0; k < s.k_len; ++k) {
+      const std::size_t at = begin[r] + k;
+      while (next < kept[r].count && kept[r].intervals[next].end <= k) ++next;
+      const bool is_kept =
+          next < kept[r].count && kept[r].intervals[next].begin <= k;
+      if (is_kept) {
+        sum += data[at];
+      } else if (std::memcmp(&data[at], &scores[at], sizeof(float)) != 0) {
+        FailBenchmark(state, "kept_softmax_floor_contract/" + w->name +
+                                 ": row " + std::to_string(r) +
+                                 " wrote masked key " + std::to_string(k));
+        return;
+      }
+    }
+    if (!(std::abs(sum - 1.0) < 1e-5)) {
+      FailBenchmark(state, "kept_softmax_floor_contract/" + w->name + ": row " +
+                               std::to_string(r) + " sums to " +
+                               std::to_string(sum));
+      return;
+    }
+  }
+  std::memcpy(data, scores, w->bytes());
+  for (auto _ : state) {
+    run();
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, static_cast<double>(keys), sizeof(float),
+              static_cast<double>(keys));
+}
+
 // Per head, for the whole process (the options point into them).
 const std::vector<float>& Sinks() {
   static const std::vector<float> sinks(64, 0.5f);
@@ -334,6 +400,11 @@ void Register(const Workload& w, const std::string& target) {
     Configure(benchmark::RegisterBenchmark(
         BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
         BM_InPlaceFloor, &w, target));
+  }
+  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3") {
+    Configure(benchmark::RegisterBenchmark(
+        BenchName({"kept_softmax_floor_contract", w.name, target}).c_str(),
+        BM_ContractFloor, &w, target));
   }
   if (w.name == "D1") {
     for (const std::size_t keys : {std::size_t{16}, std::size_t{301}}) {
