@@ -119,6 +119,16 @@ void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(rows * len));
 }
 
+// Whether row r of a floor's output sums to 1 within `tolerance`; if not,
+// the benchmark fails, naming `what`, the row and its sum.
+bool RowSumsToOne(benchmark::State& state, const std::string& what,
+                  std::size_t r, double sum, double tolerance) {
+  if (std::abs(sum - 1.0) < tolerance) return true;
+  FailBenchmark(state, what + ": row " + std::to_string(r) + " sums to " +
+                           std::to_string(sum));
+  return false;
+}
+
 // The floor in place in a copy of w's rows, on each row's largest kept
 // interval (a Decode row's window or context, without its token key):
 // what the floor's recipe costs at the rows' own layout and stride, where
@@ -178,10 +188,8 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
           break;
       }
     }
-    if (!(std::abs(sum - 1.0) < 1e-2)) {
-      FailBenchmark(state, "kept_softmax_floor_in_place/" + w->name + ": row " +
-                               std::to_string(r) + " sums to " +
-                               std::to_string(sum));
+    if (!RowSumsToOne(state, "kept_softmax_floor_in_place/" + w->name, r, sum,
+                      1e-2)) {
       return;
     }
   }
@@ -239,10 +247,8 @@ void BM_ContractFloor(benchmark::State& state, const Workload* w,
         return;
       }
     }
-    if (!(std::abs(sum - 1.0) < 1e-5)) {
-      FailBenchmark(state, "kept_softmax_floor_contract/" + w->name + ": row " +
-                               std::to_string(r) + " sums to " +
-                               std::to_string(sum));
+    if (!RowSumsToOne(state, "kept_softmax_floor_contract/" + w->name, r, sum,
+                      1e-5)) {
       return;
     }
   }
