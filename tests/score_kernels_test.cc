@@ -445,6 +445,56 @@ TEST_P(ScoreKernelsTest, ScoresNearTheFloatLimitsDoNotOverflow) {
   }
 }
 
+// A row's maximum on one kept key far above the rest (by 100: a pass 1 that
+// missed it overflows the exps): a Decode row's token, which the plain rows
+// read into the partial last vector of the keys before it, the first and
+// the last of those keys, and the last key of a causal row. Every type, at
+// every count of keys in that partial vector, short (plain) and long rows,
+// both fill modes.
+TEST_P(ScoreKernelsTest, AMaximumOnAnyKeptKeyIsFound) {
+  struct Case {
+    std::size_t q_len, past, upper;
+    std::size_t hot[3];  // key index of the maximum, per query
+  };
+  std::vector<Case> cases;
+  for (std::size_t past = 1; past <= 40; ++past) {
+    const std::size_t upper = past + 1 + past % 5;
+    cases.push_back({1, past, upper, {upper}});
+    cases.push_back({1, past, upper, {0}});
+    cases.push_back({1, past, upper, {past - 1}});
+  }
+  for (std::size_t hot :
+       {std::size_t{0}, std::size_t{1499}, std::size_t{1503}}) {
+    cases.push_back({1, 1500, 1503, {hot}});
+  }
+  cases.push_back({3, 0, 0, {0, 1, 2}});  // causal, 45 keys: the diagonal
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    for (const Case& k : cases) {
+      for (bool zero_masked : {true, false}) {
+        Config c;
+        c.type = type;
+        const bool decode = k.q_len == 1;
+        const std::size_t k_len = decode ? k.upper + 1 : 45;
+        c.shape = {1, 3, k.q_len, k_len};
+        c.mask =
+            decode ? MaskSpec::decode(k.past, k.upper) : MaskSpec::causal();
+        c.options.zero_masked = zero_masked;
+        c.misalign = k.past % 3;
+        const std::size_t q_shift = k_len - k.q_len;
+        c.scores = [k, decode, q_shift](std::size_t, std::size_t h,
+                                        std::size_t q, std::size_t key) {
+          const std::size_t hot = decode ? k.hot[0] : q_shift + k.hot[q];
+          return key == hot ? 100.0f : RandomScore((h * 7 + q) * 5003 + key);
+        };
+        c.name = "hot key " + std::to_string(k.hot[0]) + " past " +
+                 std::to_string(k.past) + " zero_masked " +
+                 std::to_string(zero_masked);
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, k.past % 2 == 1));
+      }
+    }
+  }
+}
+
 TEST_P(ScoreKernelsTest, SoftcapAndScaleApplyBeforeMasking) {
   for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16}) {
     for (const SoftmaxOptions& o :
