@@ -146,6 +146,17 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
   }
 }
 
+// The element at p as f32, in every lane (exact for every type).
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<DF> LoadRowBroadcast(DF df,
+                                        const Elem<kType>* HWY_RESTRICT p) {
+  if constexpr (kType == ScoreType::kF32) {
+    return hn::Set(df, p[0]);
+  } else {
+    return F32FromRowBits<kType>(df, hn::Set(RowBits16<DF>(), p[0]));
+  }
+}
+
 // Whether this target's masked loads and stores of the row type's lanes
 // never touch memory of a masked-off lane (no fault, no write): AVX-512
 // (every lane size), AVX2 (32-bit lanes: vmaskmov), SVE (predicated).

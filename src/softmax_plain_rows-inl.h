@@ -106,15 +106,16 @@ constexpr double kExactDistance = 0x1p24 - 1024;
 
 // A Decode row's token key joins the vector before it. When a row's last
 // kept interval is one key (the token) and the interval before it ends in
-// a partial vector (count keys, 0 < count < N), rows read as f32 without
-// ALiBi (f32 rows, 16-bit rows in the scratch) read the token into that
-// vector's free lanes (every lane from count on): passes 1 and 2 take both
-// in one vector, one exp, with no pass over an interval of its own (a stub
-// without the token's interval took 0.91x the time of D1keptonly; this,
-// 0.97x, and D1bf16 on AVX2 0.92x). Pass 2's sum takes lane count alone of
-// the token's lanes, so each lane of its last sum still adds at most four
-// values (docs/KERNELS.md). Pass 3 runs the token as before: its one-key
-// tail is one product either way. Whether interval j of `kept` takes it:
+// a partial vector (count keys, 0 < count < N), rows without ALiBi (f32
+// rows; 16-bit rows in the scratch or converted on load) read the token
+// into that vector's free lanes (every lane from count on): passes 1 and 2
+// take both in one vector, one exp, with no pass over an interval of its
+// own (a stub without the token's interval took 0.91x the time of
+// D1keptonly; this, 0.97x, D1bf16 on AVX2 0.92x, D1bf16 and D1f16 on AVX3
+// 0.96x). Pass 2's sum takes lane count alone of the token's lanes, so
+// each lane of its last sum still adds at most four values
+// (docs/KERNELS.md). Pass 3 runs the token as before: its one-key tail is
+// one product either way. Whether interval j of `kept` takes it:
 template <class DF>
 HWY_INLINE bool TakesToken(DF df, const KeptKeys& kept, std::size_t j) {
   return j + 2 == kept.count && kept.intervals[j + 1].size() == 1 &&
@@ -213,12 +214,13 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     }
     if (k < end) {
       const std::size_t count = end - k;
-      if constexpr (kLoad == ScoreType::kF32 && !kAlibi) {
+      if constexpr (!kAlibi) {
         if (TakesToken(df, kept, j)) {
           m1 = hn::Max(
               m1, hn::IfThenElse(hn::FirstN(df, count),
                                  LoadRowTail<kLoad>(df, in + k, count),
-                                 hn::Set(df, in[kept.intervals[j + 1].begin])));
+                                 LoadRowBroadcast<kLoad>(
+                                     df, in + kept.intervals[j + 1].begin)));
           break;
         }
       }
@@ -288,11 +290,12 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
     for (; k + N <= end; k += N) rest = hn::Add(rest, exp_store(k));
     if (k < end) {
       const std::size_t count = end - k;
-      if constexpr (kLoad == ScoreType::kF32 && !kStored) {
+      if constexpr (!kStored) {
         if (TakesToken(df, *row.kept, j)) {
           const V e = exp_of(hn::IfThenElse(
               hn::FirstN(df, count), LoadRowTail<kLoad>(df, in + k, count),
-              hn::Set(df, in_row[in_kept.intervals[j + 1].begin])));
+              LoadRowBroadcast<kLoad>(
+                  df, in_row + in_kept.intervals[j + 1].begin)));
           StoreRowTail<ScoreType::kF32>(df, e, out + k, count);
           row.out[row.kept->intervals[j + 1].begin] =
               hn::GetLane(hn::Reverse(df, e));
