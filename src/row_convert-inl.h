@@ -220,13 +220,8 @@ template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
                                    std::size_t count) {
   if (count == 1) {
-    if constexpr (kType == ScoreType::kF32) {
-      return hn::IfThenElseZero(hn::FirstN(df, 1), hn::Set(df, p[0]));
-    } else {
-      const RowBits16<DF> du16;
-      return F32FromRowBits<kType>(
-          df, hn::IfThenElseZero(hn::FirstN(du16, 1), hn::Set(du16, p[0])));
-    }
+    return hn::IfThenElseZero(hn::FirstN(df, 1),
+                              LoadRowBroadcast<kType>(df, p));
   }
   // One-lane vectors (HWY_SCALAR) have no other tail than an empty one.
   if constexpr (hn::MaxLanes(df) == 1) return hn::Zero(df);
