@@ -347,6 +347,7 @@ HWY_INLINE void PlainSoftmaxRow16(
     float* HWY_RESTRICT work, std::size_t n) {
   using rlx::HWY_NAMESPACE::LoadRow;
   using rlx::HWY_NAMESPACE::StoreRow;
+  using rlx::HWY_NAMESPACE::StoreRow2;
   const float max = MaxOfRow(
       d, n, [&](std::size_t k) __attribute__((always_inline)) {
         const auto v = LoadRow<kType>(d, row + k);
@@ -354,10 +355,16 @@ HWY_INLINE void PlainSoftmaxRow16(
         return v;
       });
   const auto inv = hn::Set(d, 1.0f / ExpStoreSum(d, work, work, n, max));
-  FourAtATime(
-      d, n, [&](std::size_t k) __attribute__((always_inline)) {
-        StoreRow<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv), row + k);
-      });
+  // Pass 3 stores two vectors at once, as the kernel's (StoreRow2).
+  const std::size_t N = hn::Lanes(d);
+  std::size_t k = 0;
+  for (; k + 2 * N <= n; k += 2 * N) {
+    StoreRow2<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv),
+                     hn::Mul(hn::LoadU(d, work + k + N), inv), row + k);
+  }
+  for (; k < n; k += N) {
+    StoreRow<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv), row + k);
+  }
 }
 
 // PlainSoftmaxRow16 over `count` rows of type `type` (bf16 or f16), row r at
