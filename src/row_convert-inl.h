@@ -177,6 +177,28 @@ HWY_INLINE void StoreRow2(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1,
   StoreRow<kType>(df, v1, p + hn::Lanes(df));
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// The even-indexed (LoadBF16Even) or odd-indexed (LoadBF16Odd) ones of the
+// 2N bf16 at p as N f32 (exact). One full-width load and one bit operation
+// each, with no widening shuffle: for passes that need every key but not
+// their order (a maximum).
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadBF16Even(DF df,
+                                    const std::uint16_t* HWY_RESTRICT p) {
+  const hn::Repartition<std::uint16_t, DF> du16x2;
+  const hn::RebindToUnsigned<DF> du32;
+  return hn::BitCast(
+      df, hn::ShiftLeft<16>(hn::BitCast(du32, hn::LoadU(du16x2, p))));
+}
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadBF16Odd(DF df, const std::uint16_t* HWY_RESTRICT p) {
+  const hn::Repartition<std::uint16_t, DF> du16x2;
+  const hn::RebindToUnsigned<DF> du32;
+  return hn::BitCast(df, hn::And(hn::BitCast(du32, hn::LoadU(du16x2, p)),
+                                 hn::Set(du32, 0xFFFF0000u)));
+}
+#endif
+
 // The element at p as f32, in every lane (exact for every type).
 template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRowBroadcast(DF df,
