@@ -346,8 +346,8 @@ HWY_INLINE void PlainSoftmaxRow16(
     D d, rlx::HWY_NAMESPACE::Elem<kType>* HWY_RESTRICT row,
     float* HWY_RESTRICT work, std::size_t n) {
   using rlx::HWY_NAMESPACE::LoadRow;
+  using rlx::HWY_NAMESPACE::StoreProbabilityPair;
   using rlx::HWY_NAMESPACE::StoreRow;
-  using rlx::HWY_NAMESPACE::StoreRow2;
   const float max = MaxOfRow(
       d, n, [&](std::size_t k) __attribute__((always_inline)) {
         const auto v = LoadRow<kType>(d, row + k);
@@ -355,12 +355,13 @@ HWY_INLINE void PlainSoftmaxRow16(
         return v;
       });
   const auto inv = hn::Set(d, 1.0f / ExpStoreSum(d, work, work, n, max));
-  // Pass 3 stores two vectors at once, as the kernel's (StoreRow2).
+  // Pass 3 stores two vectors at once, as the kernel's (StoreProbabilityPair).
   const std::size_t N = hn::Lanes(d);
   std::size_t k = 0;
   for (; k + 2 * N <= n; k += 2 * N) {
-    StoreRow2<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv),
-                     hn::Mul(hn::LoadU(d, work + k + N), inv), row + k);
+    StoreProbabilityPair<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv),
+                                hn::Mul(hn::LoadU(d, work + k + N), inv),
+                                row + k);
   }
   for (; k < n; k += N) {
     StoreRow<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv), row + k);

@@ -80,11 +80,15 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<DF>> F16BitsFromF32(DF df,
               hn::Set(di, 0x3F000000));
   auto h =
       hn::IfThenElse(hn::Lt(abs, hn::Set(di, 0x38800000)), subnormal, normal);
-  // |v| >= 65520 rounds to infinity; NaN stays NaN.
+  // |v| >= 65520 rounds to infinity; NaN stays NaN, made quiet, with the
+  // top of its payload (as src/half_codec.h and the hardware conversions).
   h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x477FEFFF)), hn::Set(di, 0x7C00),
                      h);
-  h = hn::IfThenElse(hn::Gt(abs, hn::Set(di, 0x7F800000)), hn::Set(di, 0x7E00),
-                     h);
+  h = hn::IfThenElse(
+      hn::Gt(abs, hn::Set(di, 0x7F800000)),
+      hn::Or(hn::Set(di, 0x7E00),
+             hn::And(hn::ShiftRight<13>(abs), hn::Set(di, 0x3FF))),
+      h);
   return hn::Or(h, sign);
 }
 
@@ -108,14 +112,28 @@ HWY_INLINE hn::Vec<DF> F32FromRowBits(DF df, hn::Vec<RowBits16<DF>> bits) {
 }
 
 // f32 -> u32 lanes whose upper 16 bits are the bf16 rounded to nearest even
-// (the lower 16 are garbage).
+// (the lower 16 are garbage), for lanes that are numbers: a NaN whose low
+// payload bits are set would carry into its exponent (0x7F808000 -> inf)
+// or past its sign (0x7FFFFFFF -> -0). RoundedBF16High takes every lane.
 template <class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedBF16High(DF /*df*/,
-                                                             hn::Vec<DF> v) {
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedNumberBF16High(
+    DF /*df*/, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du32;
   const auto bits = hn::BitCast(du32, v);
   const auto odd = hn::And(hn::ShiftRight<16>(bits), hn::Set(du32, 1));
   return hn::Add(bits, hn::Add(odd, hn::Set(du32, 0x7FFFu)));
+}
+
+// RoundedNumberBF16High for every lane: a NaN stays NaN, made quiet, with
+// its sign and the top of its payload, as src/half_codec.h converts it.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> RoundedBF16High(DF df,
+                                                             hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du32;
+  return hn::IfThenElse(
+      hn::RebindMask(du32, hn::IsNaN(v)),
+      hn::Or(hn::BitCast(du32, v), hn::Set(du32, 0x00400000u)),
+      RoundedNumberBF16High(df, v));
 }
 
 // f32 -> 16-bit row bits, rounded to nearest even.
@@ -154,22 +172,25 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
   }
 }
 
-// Stores 2N f32 lanes, v0's then v1's, as the row type. bf16 takes the
-// upper halves of both rounded vectors with one ConcatOdd (AVX-512: one
-// two-table permute; NEON, SVE: one uzp2) where two StoreRow would shift
-// and narrow each vector (pass 3 of a long bf16 row: D3bf16 0.92x the
-// time on AVX3, Zen 4). Aligning the paired stores to whole lines gained
-// nothing there.
+// Stores 2N probabilities of pass 3, v0's lanes then v1's, as the row
+// type. Their lanes are numbers, or the quiet NaN of a NaN row
+// (std::numeric_limits<float>::quiet_NaN(), whose low payload bits are
+// clear), so bf16 rounds them as numbers: the NaN check of StoreRow cost
+// D3bf16 7% here. bf16 takes the upper halves of both rounded vectors with
+// one ConcatOdd (AVX-512: one two-table permute; NEON, SVE: one uzp2)
+// where two StoreRow would shift and narrow each vector (pass 3 of a long
+// bf16 row: D3bf16 0.92x the time on AVX3, Zen 4). Aligning the paired
+// stores to whole lines gained nothing there.
 template <ScoreType kType, class DF>
-HWY_INLINE void StoreRow2(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1,
-                          Elem<kType>* HWY_RESTRICT p) {
+HWY_INLINE void StoreProbabilityPair(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1,
+                                     Elem<kType>* HWY_RESTRICT p) {
 #if HWY_TARGET != HWY_SCALAR  // one-lane vectors have no ConcatOdd
   if constexpr (kType == ScoreType::kBF16) {
     const hn::Repartition<std::uint16_t, DF> du16x2;  // 2N lanes
-    hn::StoreU(
-        hn::ConcatOdd(du16x2, hn::BitCast(du16x2, RoundedBF16High(df, v1)),
-                      hn::BitCast(du16x2, RoundedBF16High(df, v0))),
-        du16x2, p);
+    hn::StoreU(hn::ConcatOdd(
+                   du16x2, hn::BitCast(du16x2, RoundedNumberBF16High(df, v1)),
+                   hn::BitCast(du16x2, RoundedNumberBF16High(df, v0))),
+               du16x2, p);
     return;
   }
 #endif

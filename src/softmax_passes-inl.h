@@ -404,8 +404,10 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
     const auto v1 = hn::LoadU(df, work + k + N);
     const auto v2 = hn::LoadU(df, work + k + 2 * N);
     const auto v3 = hn::LoadU(df, work + k + 3 * N);
-    StoreRow2<kType>(df, hn::Mul(v0, inv), hn::Mul(v1, inv), out + k);
-    StoreRow2<kType>(df, hn::Mul(v2, inv), hn::Mul(v3, inv), out + k + 2 * N);
+    StoreProbabilityPair<kType>(df, hn::Mul(v0, inv), hn::Mul(v1, inv),
+                                out + k);
+    StoreProbabilityPair<kType>(df, hn::Mul(v2, inv), hn::Mul(v3, inv),
+                                out + k + 2 * N);
   }
   for (; k + N <= n; k += N) {
     StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + k), inv), out + k);

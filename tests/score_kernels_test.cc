@@ -375,6 +375,44 @@ TEST_P(ScoreKernelsTest, DenseMasksMatchTheOracleWithEveryBroadcast) {
   }
 }
 
+// A NaN fill or a NaN bias stays NaN in 16-bit rows, as the oracle's
+// conversion keeps it, whatever its payload: rounding the f32 bits of a NaN
+// as a number can carry its payload into the exponent (a signalling NaN
+// 0x7F800001 would become inf) or past the sign (0x7FFFFFFF would become
+// -0, 0xFFFFFFFF +0).
+TEST_P(ScoreKernelsTest, NaNFillsAndBiasesStayNaNInHalfRows) {
+  const std::uint32_t nan_bits[] = {0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u,
+                                    0x7FFFFFFFu, 0xFF800001u, 0xFFFFFFFFu};
+  for (ScoreType type : {ScoreType::kBF16, ScoreType::kF16}) {
+    for (std::size_t k_len : {1u, 7u, 37u, 100u}) {
+      for (const std::uint32_t bits : nan_bits) {
+        float nan;
+        std::memcpy(&nan, &bits, sizeof(nan));
+        Config c;
+        c.type = type;
+        c.shape = {1, 2, 1, k_len};
+        c.misalign = k_len % 3;
+        c.scores = [](std::size_t, std::size_t h, std::size_t, std::size_t k) {
+          return RandomScore(h * 101 + k);
+        };
+        c.name = "NaN bits " + std::to_string(bits);
+        // Masked keys take the fill.
+        c.mask = MaskSpec::decode(k_len / 2, k_len - 1);
+        c.fill = nan;
+        ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
+        // A bias of NaN on every third key, -inf or a number elsewhere.
+        std::vector<float> bias(k_len);
+        for (std::size_t k = 0; k < k_len; ++k) {
+          bias[k] = k % 3 == 0 ? nan : k % 3 == 1 ? -kInf : 0.25f * k;
+        }
+        c.mask = MaskSpec::bias(bias.data(), {1, 1, 1, k_len});
+        c.fill = -kInf;
+        ASSERT_NO_FATAL_FAILURE(CheckApply(c, false));
+      }
+    }
+  }
+}
+
 TEST_P(ScoreKernelsTest, LongRowsMatchTheOracle) {
   constexpr std::size_t kLong = (std::size_t{1} << 16) + 3;
   std::mt19937 rng(99);
