@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -39,6 +40,23 @@ void Store(const ScoreView& v, std::size_t off, double x) {
     case ScoreType::kF16:
       // Once, from double.
       static_cast<std::uint16_t*>(v.data)[off] = rlx_f16_from_f64(x);
+      return;
+  }
+}
+
+// The fill as the row type: an f32 row takes its bits as they are (a
+// signalling NaN stays signalling: no arithmetic touches it), 16-bit rows
+// their conversion of it.
+void StoreFill(const ScoreView& v, std::size_t off, float fill) {
+  switch (v.type) {
+    case ScoreType::kF32:
+      std::memcpy(static_cast<float*>(v.data) + off, &fill, sizeof(fill));
+      return;
+    case ScoreType::kBF16:
+      static_cast<std::uint16_t*>(v.data)[off] = rlx_bf16_from_f32(fill);
+      return;
+    case ScoreType::kF16:
+      static_cast<std::uint16_t*>(v.data)[off] = rlx_f16_from_f32(fill);
       return;
   }
 }
@@ -186,7 +204,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
     for (std::size_t k = 0; k < s.k_len; ++k) {
       const std::size_t off = Offset(s, scores.strides, b, h, q, k);
       if (!is_kept(rules, s, b, h, q, k)) {
-        Store(scores, off, fill);
+        StoreFill(scores, off, fill);
       } else if (has_bias) {
         // A -inf bias masks the key whatever the score (no inf - inf NaN).
         const float bias = bias_at(mask, s, b, h, q, k);

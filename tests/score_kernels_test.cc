@@ -375,15 +375,15 @@ TEST_P(ScoreKernelsTest, DenseMasksMatchTheOracleWithEveryBroadcast) {
   }
 }
 
-// A NaN fill or a NaN bias stays NaN in 16-bit rows, as the oracle's
-// conversion keeps it, whatever its payload: rounding the f32 bits of a NaN
-// as a number can carry its payload into the exponent (a signalling NaN
-// 0x7F800001 would become inf) or past the sign (0x7FFFFFFF would become
-// -0, 0xFFFFFFFF +0).
-TEST_P(ScoreKernelsTest, NaNFillsAndBiasesStayNaNInHalfRows) {
+// A NaN fill or a NaN bias stays NaN, whatever its payload: f32 rows store
+// the fill's bits, 16-bit rows its conversion as the oracle's codec does it
+// (rounding the f32 bits of a NaN as a number would carry its payload into
+// the exponent, a signalling 0x7F800001 becoming inf, or past the sign,
+// 0x7FFFFFFF becoming -0 and 0xFFFFFFFF +0).
+TEST_P(ScoreKernelsTest, NaNFillsAndBiasesStayNaN) {
   const std::uint32_t nan_bits[] = {0x7F800001u, 0x7FBFFFFFu, 0x7FC00000u,
                                     0x7FFFFFFFu, 0xFF800001u, 0xFFFFFFFFu};
-  for (ScoreType type : {ScoreType::kBF16, ScoreType::kF16}) {
+  for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
     for (std::size_t k_len : {1u, 7u, 37u, 100u}) {
       for (const std::uint32_t bits : nan_bits) {
         float nan;

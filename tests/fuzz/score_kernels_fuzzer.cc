@@ -39,6 +39,17 @@ using testing::MakeTensor;
 using testing::SameViewIn;
 using testing::Tensor;
 
+// NaNs whose payloads a conversion to bf16 or f16 could mangle: signalling
+// and quiet, both signs, low payload bits set (rounding them as numbers
+// carries into the exponent or past the sign).
+float NaNOf(std::uint32_t which) {
+  const std::uint32_t bits[] = {0x7F800001u, 0x7FBFFFFFu, 0x7FFFFFFFu,
+                                0xFFFFFFFFu};
+  float f;
+  std::memcpy(&f, &bits[which % 4], sizeof(f));
+  return f;
+}
+
 // Reads the fuzzer's bytes; past the end it reads zeros, so every input
 // decodes to some case.
 class Reader {
@@ -63,7 +74,10 @@ class Reader {
                                 0.0f,
                                 -0.0f,
                                 1e-40f};
-      return specials[Byte() % 8];
+      // The quiet NaN, or (3 in 4) one of NaNOf's.
+      const std::uint32_t pick = Byte();
+      if (pick % 8 == 0 && (pick >> 3) % 4 != 0) return NaNOf(pick >> 3);
+      return specials[pick % 8];
     }
     const std::int16_t v = static_cast<std::int16_t>(Byte() | (Byte() << 8));
     return v / 1024.0f;  // [-32, 32)
@@ -147,6 +161,7 @@ void DrawDense(Reader& r, Case& c, DenseKind dense, bool as_kind) {
       for (std::size_t i = 0; i < n; ++i) {
         const std::uint32_t b = r.Byte();
         c.dense.push_back(b % 5 == 0 ? -std::numeric_limits<float>::infinity()
+                          : b == 1   ? NaNOf(static_cast<std::uint32_t>(i))
                                      : (static_cast<float>(b) - 128) / 16);
       }
       c.mask = as_kind ? MaskSpec::bias(c.dense.data(), m)
@@ -289,7 +304,10 @@ Case Decode(Reader& r) {
   const float softcaps[] = {0.0f, 0.0f, 5.0f, 30.0f};
   c.options.scale = scales[r.Pick(4)];
   c.options.softcap = softcaps[r.Pick(4)];
-  c.fill = r.Bit() ? -1e9f : -std::numeric_limits<float>::infinity();
+  // -1e9 or -inf by the low bit; one byte in 8 a NaN of NaNOf's instead.
+  const std::uint32_t fill = r.Byte();
+  c.fill = (fill & 1) ? -1e9f : -std::numeric_limits<float>::infinity();
+  if ((fill >> 1) % 8 == 7) c.fill = NaNOf(fill >> 4);
   const std::size_t n = c.shape.rows() * k_len;
   for (std::size_t i = 0; i < n; ++i) c.scores.push_back(r.Score());
   // The other softmax options, each present or not (one flag byte, drawn
@@ -665,7 +683,11 @@ class Census {
     if (c.options.scale != 1.0f) Add("option scale");
     if (c.options.scale < 0.0f) Add("option negative scale");
     if (c.options.softcap > 0.0f) Add("option softcap");
-    if (c.fill != -std::numeric_limits<float>::infinity()) Add("finite fill");
+    if (std::isnan(c.fill)) {
+      Add("NaN fill");
+    } else if (c.fill != -std::numeric_limits<float>::infinity()) {
+      Add("finite fill");
+    }
     if (!c.sinks.empty()) Add("option sink_logits");
     if (!c.slopes.empty()) Add("option alibi_slopes");
     if (!c.options.zero_masked) Add("option zero_masked = false");
@@ -690,6 +712,7 @@ class Census {
                                        "option negative scale",
                                        "option softcap",
                                        "finite fill",
+                                       "NaN fill",
                                        "option sink_logits",
                                        "option alibi_slopes",
                                        "option zero_masked = false",
