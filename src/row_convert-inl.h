@@ -199,24 +199,18 @@ HWY_INLINE void StoreProbabilityPair(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1,
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// The even-indexed (LoadBF16Even) or odd-indexed (LoadBF16Odd) ones of the
-// 2N bf16 at p as N f32 (exact). One full-width load and one bit operation
-// each, with no widening shuffle: for passes that need every key but not
-// their order (a maximum).
+// The 2N bf16 at p as N f32 each (exact): the even-indexed keys into
+// `even`, the odd-indexed into `odd`. One full-width load and one bit
+// operation per vector, with no widening shuffle: for passes that need
+// every key but not their order (a maximum).
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadBF16Even(DF df,
-                                    const std::uint16_t* HWY_RESTRICT p) {
+HWY_INLINE void LoadBF16EvenOdd(DF df, const std::uint16_t* HWY_RESTRICT p,
+                                hn::Vec<DF>& even, hn::Vec<DF>& odd) {
   const hn::Repartition<std::uint16_t, DF> du16x2;
   const hn::RebindToUnsigned<DF> du32;
-  return hn::BitCast(
-      df, hn::ShiftLeft<16>(hn::BitCast(du32, hn::LoadU(du16x2, p))));
-}
-template <class DF>
-HWY_INLINE hn::Vec<DF> LoadBF16Odd(DF df, const std::uint16_t* HWY_RESTRICT p) {
-  const hn::Repartition<std::uint16_t, DF> du16x2;
-  const hn::RebindToUnsigned<DF> du32;
-  return hn::BitCast(df, hn::And(hn::BitCast(du32, hn::LoadU(du16x2, p)),
-                                 hn::Set(du32, 0xFFFF0000u)));
+  const auto bits = hn::BitCast(du32, hn::LoadU(du16x2, p));
+  even = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+  odd = hn::BitCast(df, hn::And(bits, hn::Set(du32, 0xFFFF0000u)));
 }
 #endif
 

@@ -208,10 +208,13 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
       // and odd keys apart (a maximum needs no order), with no widening
       // shuffle. D1bf16 0.98x, D2wbf16 0.98x the time (AVX3, Zen 4).
       for (; k + 4 * N <= end; k += 4 * N) {
-        m0 = hn::Max(m0, LoadBF16Even(df, in + k));
-        m1 = hn::Max(m1, LoadBF16Odd(df, in + k));
-        m2 = hn::Max(m2, LoadBF16Even(df, in + k + 2 * N));
-        m3 = hn::Max(m3, LoadBF16Odd(df, in + k + 2 * N));
+        V even0, odd0, even1, odd1;
+        LoadBF16EvenOdd(df, in + k, even0, odd0);
+        LoadBF16EvenOdd(df, in + k + 2 * N, even1, odd1);
+        m0 = hn::Max(m0, even0);
+        m1 = hn::Max(m1, odd0);
+        m2 = hn::Max(m2, even1);
+        m3 = hn::Max(m3, odd1);
       }
     } else {
       for (; k + 4 * N <= end; k += 4 * N, d = term.Next(df, d, 4)) {
