@@ -46,18 +46,12 @@ void Store(const ScoreView& v, std::size_t off, double x) {
 
 // The fill as the row type: an f32 row takes its bits as they are (a
 // signalling NaN stays signalling: no arithmetic touches it), 16-bit rows
-// their conversion of it.
+// their conversion of it (Store).
 void StoreFill(const ScoreView& v, std::size_t off, float fill) {
-  switch (v.type) {
-    case ScoreType::kF32:
-      std::memcpy(static_cast<float*>(v.data) + off, &fill, sizeof(fill));
-      return;
-    case ScoreType::kBF16:
-      static_cast<std::uint16_t*>(v.data)[off] = rlx_bf16_from_f32(fill);
-      return;
-    case ScoreType::kF16:
-      static_cast<std::uint16_t*>(v.data)[off] = rlx_f16_from_f32(fill);
-      return;
+  if (v.type == ScoreType::kF32) {
+    std::memcpy(static_cast<float*>(v.data) + off, &fill, sizeof(fill));
+  } else {
+    Store(v, off, fill);
   }
 }
 
