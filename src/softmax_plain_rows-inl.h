@@ -91,10 +91,16 @@ constexpr ScoreType kPlainLoadType =
 // vector of them by N per vector gives exactly the f32 distances
 // ImplicitKeyDistance computes per vector on the general path: the same
 // maximum, at one subtraction per vector. Pass 1 stores each key's
-// transformed score t into `work` over `packed` (the batch's f32 scratch:
-// never into the row, which stays intact for the general code should the
-// row leave its batch), and pass 2 takes its exps from there, as the
-// general path's StoredScores does: no distance or term computed twice.
+// transformed score t into `work` over `work_kept`, and pass 2 takes its
+// exps from there, as the general path's StoredScores does: no distance or
+// term computed twice. f32 rows store t in place in their output row, over
+// their kept keys: a separate scratch added up to 8 KiB to the L1 footprint
+// of a batch (its rows, and the next batch's prefetched), and took P4alibi
+// 1.05x the time (AVX3, Zen 4). A row that leaves its batch after pass 1
+// (PlainMaxima) has then lost its scores in an in-place call: the general
+// code finishes it from its t (PlainRowsStored, src/softmax_rows-inl.h).
+// 16-bit rows store t into the batch's f32 scratch, over `packed`, where
+// their exps go.
 struct PlainAlibi {
   float neg_slope;
   float first[KeptKeys::kMaxIntervals];
@@ -130,8 +136,9 @@ struct PlainRow {
   float* lse;
   void* row;
   const KeptKeys* row_kept;  // shared by the rows of one batch and query
-  float* work;      // ALiBi rows: their transformed scores, over packed
-  KeptKeys packed;  // 16-bit and ALiBi rows: their kept keys in the scratch
+  float* work;  // ALiBi rows: their transformed scores, over work_kept
+  const KeptKeys* work_kept;  // row_kept (f32 rows) or &packed
+  KeptKeys packed;            // 16-bit rows: their kept keys in the scratch
   float sink;
   float raw_max;     // 16-bit rows converted into the scratch
   PlainAlibi alibi;  // kAlibi rows only
@@ -179,8 +186,8 @@ struct PlainTerm {
 //
 // Pass 1: the raw maximum of the kept keys, four accumulators. kAlibi: the
 // maximum of the transformed scores t, x scale plus the ALiBi term, each t
-// stored into row.work over row.packed (in place where `in` is the scratch:
-// 16-bit rows converted beforehand).
+// stored into row.work over row.work_kept (in place where `in` is the work:
+// f32 rows in an in-place call, 16-bit rows converted beforehand).
 template <ScoreType kType, bool kAlibi, class DF>
 HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   using V = hn::Vec<DF>;
@@ -194,7 +201,8 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   for (std::size_t j = 0; j < kept.count; ++j) {
     // Key k of the row: in[k], its t into t_out[k - begin] (kAlibi).
     const std::size_t begin = kept.intervals[j].begin;
-    float* t_out = kAlibi ? row.work + row.packed.intervals[j].begin : nullptr;
+    float* t_out =
+        kAlibi ? row.work + row.work_kept->intervals[j].begin : nullptr;
     const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
       const V t = term.Transformed(df, LoadRow<kLoad>(df, in + k), d);
       if constexpr (kAlibi) hn::StoreU(t, df, t_out + (k - begin));
@@ -252,7 +260,8 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
 
 // Pass 2: out = exp(x - max) on the kept keys, returning their sum. x is
 // the row's raw key times the call's scale, read from `in` over `in_kept`,
-// or (kStored: ALiBi rows) the t pass 1 stored into `work` over `packed`.
+// or (kStored: ALiBi rows) the t pass 1 stored into `work` over
+// `work_kept` (f32 rows: the keys' own places in the output row).
 // The argument is the plain one, one FMA: x (scale log2 e) + (-max log2 e),
 // or for stored t, t log2 e + (-max log2 e) (the general path's
 // StoredScores argument, so the same exp as there). The sums are
@@ -275,7 +284,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
   constexpr ScoreType kLoad = kStored ? ScoreType::kF32 : kPlainLoadType<kType>;
   const auto* in_row = static_cast<const Elem<kLoad>*>(
       kStored ? static_cast<const void*>(row.work) : row.in);
-  const KeptKeys& in_kept = kStored ? row.packed : *row.in_kept;
+  const KeptKeys& in_kept = kStored ? *row.work_kept : *row.in_kept;
   const Elem<kLoad>* in;
   float* out;
   const auto exp_store = [&](std::size_t k) RLX_INLINE_LAMBDA {

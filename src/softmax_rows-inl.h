@@ -444,10 +444,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   auto* out_base = static_cast<Elem<kType>*>(out.data);
   const FlushToZeroScope flush_to_zero;  // for SoftmaxExp2
   // The batch's kept keys in f32, packed (16 KiB on the stack, so that
-  // calls do not allocate): 16-bit rows' exps (and their keys converted),
-  // ALiBi rows' transformed scores.
+  // calls do not allocate): 16-bit rows' exps (and their keys converted,
+  // or with ALiBi their transformed scores). Not needed by f32 rows.
   static_assert(kPlainRowKeys <= kPlainBatchKeys);
-  float scratch[kPlainBatchKeys];
+  float scratch[f32 ? 1 : kPlainBatchKeys];
   // A row's kept intervals depend on its batch and query only: decided once
   // for all the heads that share them (a decode step's), into a slot of a
   // ring that the batch's rows point into. A slot no batched row points to
@@ -488,6 +488,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   std::size_t batched = 0;
   PlainRow plain[kPlainBatchRows];
   std::size_t batch_keys = 0;
+  // f32 ALiBi rows that leave their batch after pass 1 (settle).
+  SoftmaxOptions stored_options = options;
+  stored_options.scale = 1.0f;
+  stored_options.alibi_slopes = nullptr;
   // After a batch's passes: the fill (its stores drain while the next rows
   // load, as in GeneralRowsOf), then the rows that left for the general
   // code. Kept-only: a plain row's passes cover its kept_keys exactly, so
@@ -499,7 +503,14 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
                         *rows_of[g].row_kept, Elem<kType>{});
     }
     for (std::size_t g = 0; general != 0 && g < count; ++g) {
-      if (general & (1u << g)) {
+      if (!(general & (1u << g))) continue;
+      if (f32 && alibi) {
+        // Its t, in place in the output row (PlainRow): the general code's
+        // result from them with scale 1 and no ALiBi is bit for bit the one
+        // it gives from the scores (StoredScores' argument and maximum).
+        GeneralRowsOf<kType>(out, out, mask, stored_options,
+                             {at[g].r, at[g].r + 1});
+      } else {
         GeneralRowsOf<kType>(in, out, mask, options, {at[g].r, at[g].r + 1});
       }
     }
@@ -553,11 +564,11 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     batch_keys = 0;
   };
   // The batch row of row r (index i, at s and o), its kept intervals at
-  // `row_kept`: f32 rows run in place in it. The scratch from float
-  // `work_at` holds its kept keys packed (PlainRow): an ALiBi row's
-  // transformed scores (pass 1), a 16-bit row's exps, and unless
-  // kPlainConvertOnLoad, first its keys converted, their maximum taken on
-  // the way (pass 1).
+  // `row_kept`: f32 rows run in place in it (an ALiBi row's transformed
+  // scores too). For 16-bit rows the scratch from float `work_at` holds
+  // their kept keys packed (PlainRow): an ALiBi row's transformed scores
+  // (pass 1), the row's exps, and unless kPlainConvertOnLoad, first its
+  // keys converted, their maximum taken on the way (pass 1).
   const auto fill_row = [&](PlainRow& row, std::size_t r, detail::RowIndex i,
                             const Elem<kType>* s, Elem<kType>* o,
                             const KeptKeys* row_kept, std::size_t work_at) {
@@ -572,8 +583,9 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     if constexpr (f32) {
       row.kept = row_kept;
       row.out = o;
-    }
-    if (!f32 || alibi) {
+      row.work = o;  // ALiBi rows' t, in place over their kept keys
+      row.work_kept = row_kept;
+    } else {
       std::size_t at = 0;
       for (std::size_t j = 0; j < row_kept->count; ++j) {
         const KeyInterval& iv = row_kept->intervals[j];
@@ -582,8 +594,7 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       }
       row.packed.count = row_kept->count;
       row.work = scratch + work_at;
-    }
-    if constexpr (!f32) {
+      row.work_kept = &row.packed;
       row.kept = &row.packed;
       row.out = row.work;
       if constexpr (!kPlainConvertOnLoad) {

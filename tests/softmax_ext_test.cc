@@ -403,12 +403,34 @@ TEST_P(SoftmaxExtTest, DecodeHeadRunsGiveRowRangesTheWholeCallsBits) {
   }
 }
 
-// Plain ALiBi rows store their transformed scores in pass 1, into the
-// batch's scratch, not into the row: a row that leaves its batch after
+// Plain ALiBi rows store their transformed scores t in pass 1: f32 rows
+// into the output row, over their kept keys (in place: over the scores),
+// 16-bit rows into the batch's scratch. A row that leaves its batch after
 // pass 1 (a +inf or NaN key, every kept key -inf, or a maximum beyond the
-// plain argument's limit) is run again by the general code from its input,
-// which must still hold the scores. Causal rows of 29-40 keys, every one
-// plain, those that leave sitting between rows that stay.
+// plain argument's limit) is finished by the general code: f32 rows from
+// their t, 16-bit rows from their input. Causal rows of 29-40 keys, every
+// one plain, those that leave sitting between rows that stay; in place and
+// out of place (whose input must stay untouched).
+std::string OutOfPlaceMismatch(const testing::Tensor& t, const MaskSpec& mask,
+                               SoftmaxOptions options) {
+  const Shape4& s = t.view.shape;
+  std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
+  std::vector<std::uint8_t> in_bytes, before_bytes, want_bytes;
+  const ScoreView in = testing::SameViewIn(t, in_bytes);
+  const ScoreView before = testing::SameViewIn(t, before_bytes);
+  const ScoreView want = testing::SameViewIn(t, want_bytes);
+  testing::Tensor out = testing::MakeTensor(t.view.type, s, 3, 1);
+  options.row_lse = lse.data();
+  masked_softmax(in, out.view, mask, options, RowRange::all(s));
+  if (in_bytes != before_bytes) return "out of place: the input was written";
+  SoftmaxOptions ref_options = options;
+  ref_options.row_lse = lse_want.data();
+  reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
+  const std::string e = testing::SoftmaxMismatch(
+      before, out.view, want, mask, options, lse.data(), lse_want.data());
+  return e.empty() ? e : "out of place: " + e;
+}
+
 TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
   std::mt19937_64 rng(20261204);
   const Shape4 s{2, 3, 12, 40};
@@ -432,6 +454,8 @@ TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
       std::vector<float> lse(s.rows());
       options.row_lse = lse.data();
       ASSERT_EQ(OracleMismatch(t, mask, options), "")
+          << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
+      ASSERT_EQ(OutOfPlaceMismatch(t, mask, options), "")
           << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
     }
   }
