@@ -144,35 +144,30 @@ struct PlainRow {
   PlainAlibi alibi;  // kAlibi rows only
 };
 
-// The ALiBi term of pass 1: Distances(df, j) is the vector of
-// interval j's first N signed distances; Next(df, d, i) those i vectors
-// further on. Scalars only: SVE vectors cannot be class members (the
-// compiler hoists the Sets out of the loops).
-template <bool kAlibi>
+// The ALiBi term of pass 1, over a run of keys whose distances d share one
+// sign (PlainRowMax): Distances(df, first) is the vector of the run's first
+// N signed distances, Next(df, d, i) those i vectors further on, and the
+// term is d times the run's signed slope, neg_slope or -neg_slope: exactly
+// neg_slope |d| (a sign flip is exact), with no Abs per vector (P4alibi
+// took 1.02x the time with it, AVX3, Zen 4). Scalars only: SVE vectors
+// cannot be class members (the compiler hoists the Sets out of the loops).
 struct PlainTerm {
-  const PlainRow& row;
   float scale;
+  float slope;  // the run's; a copy (stores of t might alias the row's)
   template <class DF>
-  HWY_INLINE hn::Vec<DF> Distances(DF df, std::size_t j) const {
-    return hn::Sub(hn::Set(df, kAlibi ? row.alibi.first[j] : 0.0f),
-                   hn::Iota(df, 0));
+  static HWY_INLINE hn::Vec<DF> Distances(DF df, float first) {
+    return hn::Sub(hn::Set(df, first), hn::Iota(df, 0));
   }
   template <class DF>
   static HWY_INLINE hn::Vec<DF> Next(DF df, hn::Vec<DF> d,
                                      std::size_t vectors) {
     return hn::Sub(d, hn::Set(df, static_cast<float>(vectors * hn::Lanes(df))));
   }
-  // x scale plus the term of distances d (kAlibi), or x itself.
+  // x scale plus the term of distances d.
   template <class DF>
   HWY_INLINE hn::Vec<DF> Transformed(DF df, hn::Vec<DF> x,
                                      hn::Vec<DF> d) const {
-    if constexpr (kAlibi) {
-      return hn::MulAdd(hn::Abs(d), hn::Set(df, row.alibi.neg_slope),
-                        hn::Mul(x, hn::Set(df, scale)));
-    } else {
-      (void)df, (void)d;
-      return x;
-    }
+    return hn::MulAdd(d, hn::Set(df, slope), hn::Mul(x, hn::Set(df, scale)));
   }
 };
 
@@ -194,24 +189,57 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
   const std::size_t N = hn::Lanes(df);
   constexpr ScoreType kLoad = kPlainLoadType<kType>;
   const KeptKeys& kept = *row.in_kept;
-  const PlainTerm<kAlibi> term{row, scale};
   const V neg_inf = hn::Set(df, -std::numeric_limits<float>::infinity());
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   const auto* in = static_cast<const Elem<kLoad>*>(row.in);
   for (std::size_t j = 0; j < kept.count; ++j) {
-    // Key k of the row: in[k], its t into t_out[k - begin] (kAlibi).
     const std::size_t begin = kept.intervals[j].begin;
-    float* t_out =
-        kAlibi ? row.work + row.work_kept->intervals[j].begin : nullptr;
-    const auto at = [&](std::size_t k, V d) RLX_INLINE_LAMBDA {
-      const V t = term.Transformed(df, LoadRow<kLoad>(df, in + k), d);
-      if constexpr (kAlibi) hn::StoreU(t, df, t_out + (k - begin));
-      return t;
-    };
-    V d = term.Distances(df, j);
     const std::size_t end = kept.intervals[j].end;
+    if constexpr (kAlibi) {
+      // Key k: in[k], its t into t_out[k - begin]. Keys [k, run_end) from
+      // distance d_first on, each next one less, with the term's `slope`.
+      float* t_out = row.work + row.work_kept->intervals[j].begin;
+      const auto run = [&](std::size_t k, std::size_t run_end, float d_first,
+                           float slope) RLX_INLINE_LAMBDA {
+        const PlainTerm term{scale, slope};
+        const auto at = [&](std::size_t key, V d) RLX_INLINE_LAMBDA {
+          const V t = term.Transformed(df, LoadRow<kLoad>(df, in + key), d);
+          hn::StoreU(t, df, t_out + (key - begin));
+          return t;
+        };
+        V d = PlainTerm::Distances(df, d_first);
+        for (; k + 4 * N <= run_end;
+             k += 4 * N, d = PlainTerm::Next(df, d, 4)) {
+          m0 = hn::Max(m0, at(k, d));
+          m1 = hn::Max(m1, at(k + N, PlainTerm::Next(df, d, 1)));
+          m2 = hn::Max(m2, at(k + 2 * N, PlainTerm::Next(df, d, 2)));
+          m3 = hn::Max(m3, at(k + 3 * N, PlainTerm::Next(df, d, 3)));
+        }
+        for (; k + N <= run_end; k += N, d = PlainTerm::Next(df, d, 1)) {
+          m0 = hn::Max(m0, at(k, d));
+        }
+        if (k < run_end) {
+          const std::size_t count = run_end - k;
+          const V t =
+              term.Transformed(df, LoadRowTail<kLoad>(df, in + k, count), d);
+          StoreRowTail<ScoreType::kF32>(df, t, t_out + (k - begin), count);
+          m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(df, count), t, neg_inf));
+        }
+      };
+      // The keys up to the query (distance >= 0), then those past it: runs
+      // of one sign, whose term is neg_slope |d| = -+neg_slope d.
+      const float first = row.alibi.first[j];
+      const std::size_t ahead =
+          first < 0.0f
+              ? 0
+              : std::min(end - begin, static_cast<std::size_t>(first) + 1);
+      run(begin, begin + ahead, first, row.alibi.neg_slope);
+      run(begin + ahead, end, first - static_cast<float>(ahead),
+          -row.alibi.neg_slope);
+      continue;
+    }
     std::size_t k = begin;
-    if constexpr (kLoad == ScoreType::kBF16 && !kAlibi) {
+    if constexpr (kLoad == ScoreType::kBF16) {
       // bf16 converted on load: each full load gives two vectors, its even
       // and odd keys apart (a maximum needs no order), with no widening
       // shuffle. D1bf16 0.98x, D2wbf16 0.98x the time (AVX3, Zen 4).
@@ -225,34 +253,25 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
         m3 = hn::Max(m3, odd1);
       }
     } else {
-      for (; k + 4 * N <= end; k += 4 * N, d = term.Next(df, d, 4)) {
-        m0 = hn::Max(m0, at(k, d));
-        m1 = hn::Max(m1, at(k + N, term.Next(df, d, 1)));
-        m2 = hn::Max(m2, at(k + 2 * N, term.Next(df, d, 2)));
-        m3 = hn::Max(m3, at(k + 3 * N, term.Next(df, d, 3)));
+      for (; k + 4 * N <= end; k += 4 * N) {
+        m0 = hn::Max(m0, LoadRow<kLoad>(df, in + k));
+        m1 = hn::Max(m1, LoadRow<kLoad>(df, in + k + N));
+        m2 = hn::Max(m2, LoadRow<kLoad>(df, in + k + 2 * N));
+        m3 = hn::Max(m3, LoadRow<kLoad>(df, in + k + 3 * N));
       }
     }
-    for (; k + N <= end; k += N, d = term.Next(df, d, 1)) {
-      m0 = hn::Max(m0, at(k, d));
-    }
+    for (; k + N <= end; k += N) m0 = hn::Max(m0, LoadRow<kLoad>(df, in + k));
     if (k < end) {
       const std::size_t count = end - k;
-      if constexpr (!kAlibi) {
-        if (TakesToken(df, kept, j)) {
-          m1 = hn::Max(
-              m1, hn::IfThenElse(hn::FirstN(df, count),
-                                 LoadRowTail<kLoad>(df, in + k, count),
-                                 LoadRowBroadcast<kLoad>(
-                                     df, in + kept.intervals[j + 1].begin)));
-          break;
-        }
+      const V x = LoadRowTail<kLoad>(df, in + k, count);
+      if (TakesToken(df, kept, j)) {
+        m1 = hn::Max(m1,
+                     hn::IfThenElse(hn::FirstN(df, count), x,
+                                    LoadRowBroadcast<kLoad>(
+                                        df, in + kept.intervals[j + 1].begin)));
+        break;
       }
-      const V t =
-          term.Transformed(df, LoadRowTail<kLoad>(df, in + k, count), d);
-      if constexpr (kAlibi) {
-        StoreRowTail<ScoreType::kF32>(df, t, t_out + (k - begin), count);
-      }
-      m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(df, count), t, neg_inf));
+      m1 = hn::Max(m1, hn::IfThenElse(hn::FirstN(df, count), x, neg_inf));
     }
   }
   return MaxOfLanesExact(df, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3)));
