@@ -488,10 +488,6 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   std::size_t batched = 0;
   PlainRow plain[kPlainBatchRows];
   std::size_t batch_keys = 0;
-  // f32 ALiBi rows that leave their batch after pass 1 (settle).
-  SoftmaxOptions stored_options = options;
-  stored_options.scale = 1.0f;
-  stored_options.alibi_slopes = nullptr;
   // After a batch's passes: the fill (its stores drain while the next rows
   // load, as in GeneralRowsOf), then the rows that left for the general
   // code. Kept-only: a plain row's passes cover its kept_keys exactly, so
@@ -508,8 +504,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
         // Its t, in place in the output row (PlainRow): the general code's
         // result from them with scale 1 and no ALiBi is bit for bit the one
         // it gives from the scores (StoredScores' argument and maximum).
-        GeneralRowsOf<kType>(out, out, mask, stored_options,
-                             {at[g].r, at[g].r + 1});
+        SoftmaxOptions stored = options;
+        stored.scale = 1.0f;
+        stored.alibi_slopes = nullptr;
+        GeneralRowsOf<kType>(out, out, mask, stored, {at[g].r, at[g].r + 1});
       } else {
         GeneralRowsOf<kType>(in, out, mask, options, {at[g].r, at[g].r + 1});
       }
@@ -583,8 +581,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
     if constexpr (f32) {
       row.kept = row_kept;
       row.out = o;
-      row.work = o;  // ALiBi rows' t, in place over their kept keys
-      row.work_kept = row_kept;
+      if (alibi) {  // their t, in place over their kept keys
+        row.work = o;
+        row.work_kept = row_kept;
+      }
     } else {
       std::size_t at = 0;
       for (std::size_t j = 0; j < row_kept->count; ++j) {
