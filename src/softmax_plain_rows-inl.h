@@ -98,7 +98,7 @@ constexpr ScoreType kPlainLoadType =
 // of a batch (its rows, and the next batch's prefetched), and took P4alibi
 // 1.05x the time (AVX3, Zen 4). A row that leaves its batch after pass 1
 // (PlainMaxima) has then lost its scores in an in-place call: the general
-// code finishes it from its t (PlainRowsStored, src/softmax_rows-inl.h).
+// code finishes it from its t (`settle`, src/softmax_rows-inl.h).
 // 16-bit rows store t into the batch's f32 scratch, over `packed`, where
 // their exps go.
 struct PlainAlibi {
