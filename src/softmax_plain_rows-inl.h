@@ -227,7 +227,8 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
         }
       };
       // The keys up to the query (distance >= 0), then those past it: runs
-      // of one sign, whose term is neg_slope |d| = -+neg_slope d.
+      // of one sign, whose term neg_slope |d| is neg_slope d in the first
+      // and -neg_slope d in the second.
       const float first = row.alibi.first[j];
       const std::size_t ahead =
           first < 0.0f
