@@ -204,18 +204,24 @@ std::string KernelMismatch(std::mt19937_64& rng, ScoreType type,
 
 // masked_softmax of t's scores under (mask, options) against the oracle
 // under the same, on copies of t: SoftmaxMismatch's verdict ("" on a
-// match), with the rows' log-sum-exp when options asks for it.
+// match), with the rows' log-sum-exp when options asks for it. In place,
+// or out of place into another tensor (whose input must stay untouched).
 std::string OracleMismatch(const testing::Tensor& t, const MaskSpec& mask,
-                           SoftmaxOptions options) {
+                           SoftmaxOptions options, bool out_of_place = false) {
   const Shape4& s = t.view.shape;
   std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
   const bool with_lse = options.row_lse != nullptr;
-  std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+  std::vector<std::uint8_t> in_bytes, want_bytes, before_bytes;
   const ScoreView before = testing::SameViewIn(t, before_bytes);
-  const ScoreView got = testing::SameViewIn(t, got_bytes);
+  const ScoreView in = testing::SameViewIn(t, in_bytes);
   const ScoreView want = testing::SameViewIn(t, want_bytes);
+  testing::Tensor out_storage = testing::MakeTensor(t.view.type, s, 3, 1);
+  const ScoreView got = out_of_place ? out_storage.view : in;
   if (with_lse) options.row_lse = lse.data();
-  masked_softmax(got, mask, options);
+  masked_softmax(in, got, mask, options, RowRange::all(s));
+  if (out_of_place && in_bytes != before_bytes) {
+    return "out of place: the input was written";
+  }
   SoftmaxOptions ref_options = options;
   if (with_lse) ref_options.row_lse = lse_want.data();
   reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
@@ -411,26 +417,6 @@ TEST_P(SoftmaxExtTest, DecodeHeadRunsGiveRowRangesTheWholeCallsBits) {
 // their t, 16-bit rows from their input. Causal rows of 29-40 keys, every
 // one plain, those that leave sitting between rows that stay; in place and
 // out of place (whose input must stay untouched).
-std::string OutOfPlaceMismatch(const testing::Tensor& t, const MaskSpec& mask,
-                               SoftmaxOptions options) {
-  const Shape4& s = t.view.shape;
-  std::vector<float> lse(s.rows(), 7.0f), lse_want(s.rows(), 7.0f);
-  std::vector<std::uint8_t> in_bytes, before_bytes, want_bytes;
-  const ScoreView in = testing::SameViewIn(t, in_bytes);
-  const ScoreView before = testing::SameViewIn(t, before_bytes);
-  const ScoreView want = testing::SameViewIn(t, want_bytes);
-  testing::Tensor out = testing::MakeTensor(t.view.type, s, 3, 1);
-  options.row_lse = lse.data();
-  masked_softmax(in, out.view, mask, options, RowRange::all(s));
-  if (in_bytes != before_bytes) return "out of place: the input was written";
-  SoftmaxOptions ref_options = options;
-  ref_options.row_lse = lse_want.data();
-  reference::masked_softmax(want, want, mask, ref_options, RowRange::all(s));
-  const std::string e = testing::SoftmaxMismatch(
-      before, out.view, want, mask, options, lse.data(), lse_want.data());
-  return e.empty() ? e : "out of place: " + e;
-}
-
 TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
   std::mt19937_64 rng(20261204);
   const Shape4 s{2, 3, 12, 40};
@@ -455,8 +441,9 @@ TEST_P(SoftmaxExtTest, AlibiRowsHandedBackMatchTheOracle) {
       options.row_lse = lse.data();
       ASSERT_EQ(OracleMismatch(t, mask, options), "")
           << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
-      ASSERT_EQ(OutOfPlaceMismatch(t, mask, options), "")
-          << testing::TypeName(type) << (zero_masked ? "" : " kept-only");
+      ASSERT_EQ(OracleMismatch(t, mask, options, /*out_of_place=*/true), "")
+          << testing::TypeName(type) << (zero_masked ? "" : " kept-only")
+          << " out of place";
     }
   }
 }
