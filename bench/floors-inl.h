@@ -354,10 +354,15 @@ HWY_INLINE void PlainSoftmaxRow16(
         hn::StoreU(v, d, work + k);
         return v;
       });
-  const auto inv = hn::Set(d, 1.0f / ExpStoreSum(d, work, work, n, max));
-  // Pass 3 stores two vectors at once, as the kernel's (StoreProbabilityPair).
+  const float inv_sum = 1.0f / ExpStoreSum(d, work, work, n, max);
+  const auto inv = hn::Set(d, inv_sum);
+  // Pass 3 stores two vectors at once, as the kernel's (StoreProbabilityPair;
+  // bf16 with the CPU's own conversion where it has one).
   const std::size_t N = hn::Lanes(d);
   std::size_t k = 0;
+  if constexpr (kType == ScoreType::kBF16) {
+    k = rlx::HWY_NAMESPACE::StoreBF16PairsNatively(d, work, row, n, inv_sum);
+  }
   for (; k + 2 * N <= n; k += 2 * N) {
     StoreProbabilityPair<kType>(d, hn::Mul(hn::LoadU(d, work + k), inv),
                                 hn::Mul(hn::LoadU(d, work + k + N), inv),
