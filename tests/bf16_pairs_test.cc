@@ -146,15 +146,8 @@ HWY_AFTER_NAMESPACE();
 namespace rlx {
 namespace {
 
-// Through the library's own dispatch table, as tests/softmax_exp_test.cc.
-HWY_EXPORT(TestBF16PairsMatchTheCodec);
-
-class BF16PairsTest : public testing::PerTargetTest {};
-RLX_INSTANTIATE_PER_TARGET(BF16PairsTest);
-
-TEST_P(BF16PairsTest, MatchTheCodec) {
-  RLX_DYNAMIC_DISPATCH(TestBF16PairsMatchTheCodec)();
-}
+RLX_PER_TARGET_HWY_TEST(BF16PairsTest, MatchTheCodec,
+                        TestBF16PairsMatchTheCodec);
 
 }  // namespace
 }  // namespace rlx

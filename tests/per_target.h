@@ -95,4 +95,16 @@ inline int ScaledIterations(int n) {
                            ::testing::ValuesIn(::rlx::compiled_targets()), \
                            ::rlx::testing::TargetParamName)
 
+// A per-target test whose body `Function` is Highway code of the test file
+// itself, re-included per target (Highway's test pattern), run through the
+// library's own dispatch table (the file is compiled with the library's
+// targets), so that its list and skips follow PerTargetTest like every other
+// per-target test. At namespace scope in the file's HWY_ONCE part, after
+// hwy/highway.h and src/dispatch.h.
+#define RLX_PER_TARGET_HWY_TEST(Suite, Name, Function)   \
+  HWY_EXPORT(Function);                                  \
+  class Suite : public ::rlx::testing::PerTargetTest {}; \
+  RLX_INSTANTIATE_PER_TARGET(Suite);                     \
+  TEST_P(Suite, Name) { RLX_DYNAMIC_DISPATCH(Function)(); }
+
 #endif  // RLX_TESTS_PER_TARGET_H_

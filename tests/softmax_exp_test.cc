@@ -118,17 +118,8 @@ HWY_AFTER_NAMESPACE();
 namespace rlx {
 namespace {
 
-// Through the library's own dispatch table (this file is compiled with the
-// library's targets), so the test list and the skips follow
-// tests/per_target.h like every other per-target test.
-HWY_EXPORT(TestSoftmaxExpWithinTwoUlp);
-
-class SoftmaxExpTest : public testing::PerTargetTest {};
-RLX_INSTANTIATE_PER_TARGET(SoftmaxExpTest);
-
-TEST_P(SoftmaxExpTest, WithinTwoUlp) {
-  RLX_DYNAMIC_DISPATCH(TestSoftmaxExpWithinTwoUlp)();
-}
+RLX_PER_TARGET_HWY_TEST(SoftmaxExpTest, WithinTwoUlp,
+                        TestSoftmaxExpWithinTwoUlp);
 
 }  // namespace
 }  // namespace rlx
