@@ -247,15 +247,17 @@ StoreBF16PairsAvx512(const float* HWY_RESTRICT work,
 // is subnormal. D2bf16 took 0.93x, D1bf16 0.96x the time (AVX3, Zen 4,
 // docs/PERFORMANCE.md).
 template <class DF>
-HWY_INLINE std::size_t StoreBF16PairsNatively(DF /*df*/,
+HWY_INLINE std::size_t StoreBF16PairsNatively(DF df,
                                               const float* HWY_RESTRICT work,
                                               std::uint16_t* HWY_RESTRICT out,
                                               std::size_t n, float inv_sum) {
 #if RLX_NATIVE_BF16_PAIRS
-  if (detail::HasAvx512Bf16()) {
+  // No call for a segment without a whole pair (a Decode row's token).
+  if (n >= 2 * hn::Lanes(df) && detail::HasAvx512Bf16()) {
     return StoreBF16PairsAvx512(work, out, n, inv_sum);
   }
 #else
+  (void)df;
   (void)work;
   (void)out;
   (void)n;
