@@ -244,7 +244,7 @@ StoreBF16PairsAvx512(const float* HWY_RESTRICT work,
 // them). Bit for bit StoreProbabilityPair's result for products that are
 // numbers or the quiet NaN and not subnormal: the instruction reads a
 // subnormal as 0, and pass 3 holds FlushToZeroScope, under which no product
-// is subnormal. D2bf16 took 0.93x, D1bf16 0.96x the time (AVX3, Zen 4,
+// is subnormal. D2bf16 took 0.92x, D1bf16 0.94x the time (AVX3, Zen 4,
 // docs/PERFORMANCE.md).
 template <class DF>
 HWY_INLINE std::size_t StoreBF16PairsNatively(DF df,

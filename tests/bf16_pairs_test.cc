@@ -12,8 +12,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -116,8 +114,8 @@ void TestBF16PairsMatchTheCodec() {
         HWY_ASSERT_EQ(native ? n - n % (2 * N) : 0, stored);
         std::string bad = PairMismatch(work, row, stored, inv_sum, "native");
         if (!bad.empty()) HWY_ABORT("%s", bad.c_str());
-        HWY_ASSERT_EQ(std::uint16_t{0xDEAD},
-                      row[stored]);  // nothing past what it stored
+        // Nothing past what it stored.
+        HWY_ASSERT_EQ(std::uint16_t{0xDEAD}, row[stored]);
         // The portable pair, over the same pairs.
         std::fill(out.begin(), out.end(), std::uint16_t{0xDEAD});
         const auto inv = hn::Set(df, inv_sum);
