@@ -18,9 +18,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <map>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "bench/bench_util.h"
@@ -97,61 +95,6 @@ void BM_TouchFloor(benchmark::State& state, const Workload* w,
     benchmark::ClobberMemory();
   }
   SetScoreCounters(state, *w);
-}
-
-// The workload's kept scores sliced out, as f32: row r's kept keys (those
-// its materialised mask keeps, exactly) at begin[r], each row starting on a
-// 64-byte line and followed by at least one line of padding.
-struct KeptRows {
-  std::vector<float> pristine;  // the sliced scores, for every run to start
-  std::vector<std::size_t> begin, len;
-};
-
-// `unaligned`: each row's kept keys start at the offset modulo 64 bytes that
-// its first kept key has in the workload's rows as f32 (contiguous, from a
-// 64-byte aligned base), instead of on a 64-byte boundary: the alignment
-// masked_softmax finds them at (rows of 513, 4097 or 32769 keys are
-// unaligned).
-const KeptRows& KeptRowsOf(const Workload& w, bool unaligned) {
-  static std::map<std::pair<std::string, bool>, KeptRows> cache;
-  KeptRows& kept = cache[{w.name, unaligned}];
-  if (!kept.begin.empty()) return kept;
-  const WorkloadData& data = Data(w);
-  const std::size_t n = w.shape.k_len;
-  constexpr std::size_t kLine = 64 / sizeof(float);
-  for (std::size_t r = 0; r < w.shape.rows(); ++r) {
-    const float* mask_row = RlxRow(data.rlx, r, n);
-    if (unaligned) {
-      std::size_t first = 0;
-      while (first < n && mask_row != nullptr &&
-             !RlxKeeps(data.rlx, mask_row[first])) {
-        ++first;
-      }
-      kept.pristine.resize(kept.pristine.size() + (r * n + first) % kLine);
-    }
-    kept.begin.push_back(kept.pristine.size());
-    for (std::size_t k = 0; k < n; ++k) {
-      if (mask_row != nullptr && !RlxKeeps(data.rlx, mask_row[k])) continue;
-      const std::size_t at = r * n + k;
-      switch (w.type) {
-        case ScoreType::kF32:
-          kept.pristine.push_back(static_cast<const float*>(data.scores)[at]);
-          break;
-        case ScoreType::kBF16:
-          kept.pristine.push_back(
-              ToF32(static_cast<const bf16*>(data.scores)[at]));
-          break;
-        case ScoreType::kF16:
-          kept.pristine.push_back(
-              ToF32(static_cast<const f16*>(data.scores)[at]));
-          break;
-      }
-    }
-    kept.len.push_back(kept.pristine.size() - kept.begin.back());
-    kept.pristine.resize((kept.pristine.size() + 2 * kLine - 1) / kLine *
-                         kLine);
-  }
-  return kept;
 }
 
 // The plain softmax of exactly the kept keys of each row, sliced out (no

@@ -28,7 +28,8 @@ TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 # How the repetitions of one benchmark are summarised (--statistic).
 STATISTICS = {"min": min, "median": statistics.median}
 SOFTMAX_KERNELS = ("masked_softmax", "rlx_loop", "reference", "onednn_softmax",
-                   "onednn_masked_softmax")
+                   "onednn_masked_softmax", "xnnpack_softmax",
+                   "xnnpack_kept_softmax")
 FLOORS = ("copy_floor", "exp_floor", "touch_floor", "kept_softmax_floor")
 # Kernels read against touch_floor: in place on the workload's rows, reading
 # every kept key and writing every key, as it does (apply_mask writes only
@@ -104,7 +105,8 @@ def load(path, statistic):
 # interleaving shuffles it): workloads as the binary lists them, then
 # target-free rows, then per target its kernels and floors.
 KERNEL_ORDER = ["fill_decode_mask_reference", "reference", "rlx_loop",
-                "onednn_softmax", "onednn_masked_softmax", "fill_decode_mask",
+                "onednn_softmax", "onednn_masked_softmax", "xnnpack_kept_softmax",
+                "xnnpack_softmax", "fill_decode_mask",
                 "apply_mask", "masked_softmax", "copy_floor", "exp_floor",
                 "touch_floor", "kept_softmax_floor",
                 "kept_softmax_floor_unaligned", "kept_softmax_floor_in_place",
@@ -231,7 +233,8 @@ def summary_table(idx, workloads):
     """masked_softmax per target beside its baselines, one row per workload."""
     header = (["workload"] + [f"masked_softmax {t}" for t in idx.targets] +
               ["rlx_loop", "oneDNN softmax", "oneDNN mask+softmax",
-               f"{idx.ref} vs rlx_loop", f"{idx.ref} vs oneDNN"])
+               "XNNPACK kept keys", f"{idx.ref} vs rlx_loop",
+               f"{idx.ref} vs oneDNN", f"{idx.ref} vs XNNPACK kept keys"])
     rows = []
     for w in workloads:
         ms = [idx.time("masked_softmax", w, t) for t in idx.targets]
@@ -240,13 +243,16 @@ def summary_table(idx, workloads):
         best = idx.time("masked_softmax", w, idx.ref)
         rlx = idx.time("rlx_loop", w)
         dnn = idx.time("onednn_masked_softmax", w)
+        xnn = idx.time("xnnpack_kept_softmax", w)
         rows.append([w] + [fmt_time(t) if t else "–" for t in ms] + [
             fmt_time(rlx) if rlx else "–",
             fmt_time(idx.time("onednn_softmax", w))
             if idx.time("onednn_softmax", w) else "–",
             fmt_time(dnn) if dnn else "–",
+            fmt_time(xnn) if xnn else "–",
             fmt_ratio(speedup(rlx, best)),
             fmt_ratio(speedup(dnn, best)),
+            fmt_ratio(speedup(xnn, best)),
         ])
     return markdown_table(header, rows) if rows else ""
 
@@ -304,6 +310,33 @@ def bars(idx):
     return table
 
 
+def masking_for_free(idx, workloads):
+    """Issue 22: masked_softmax (default and kept-only) beside the plain
+    softmax of the kept keys alone, sliced out: the library's recipe
+    (kept_softmax_floor) and XNNPACK's operator."""
+    t = idx.bar_target
+    header = ["workload", f"masked_softmax {t}", f"kept-only {t}",
+              f"kept_softmax_floor {t}", "XNNPACK kept keys",
+              "masked ÷ floor", "kept-only ÷ floor", "masked ÷ XNNPACK",
+              "kept-only ÷ XNNPACK"]
+    rows = []
+    for w in workloads:
+        floor = idx.time("kept_softmax_floor", w, t)
+        xnn = idx.time("xnnpack_kept_softmax", w)
+        ms = idx.time("masked_softmax", w, t)
+        if ms is None or (floor is None and xnn is None):
+            continue
+        kept_only = idx.time("masked_softmax", w + "keptonly", t)
+        rows.append([w, fmt_time(ms), fmt_time(kept_only) if kept_only else "–",
+                     fmt_time(floor) if floor else "–",
+                     fmt_time(xnn) if xnn else "–",
+                     fmt_ratio(speedup(ms, floor)),
+                     fmt_ratio(speedup(kept_only, floor)),
+                     fmt_ratio(speedup(ms, xnn)),
+                     fmt_ratio(speedup(kept_only, xnn))])
+    return markdown_table(header, rows) if rows else ""
+
+
 def acceptance(idx, workloads):
     """Workloads where masked_softmax on the bar target is not faster than
     the RLX loop and both oneDNN softmaxes."""
@@ -336,7 +369,8 @@ def context_lines(context, results):
     reps = max((r.repetitions for r in results), default=0)
     keys = [("CPU", "cpu_model"), ("cores", "num_cpus"), ("MHz", "mhz_per_cpu"),
             ("compiler", "compiler"), ("Highway", "highway"),
-            ("oneDNN", "onednn"), ("targets run", "bench_targets"),
+            ("oneDNN", "onednn"), ("XNNPACK", "xnnpack"),
+            ("targets run", "bench_targets"),
             ("date", "date")]
     lines = [f"- {label}: {context[key]}" for label, key in keys
              if key in context]
@@ -370,6 +404,8 @@ def chart(idx, workloads, path):
                   ("oneDNN mask+softmax",
                    idx.time("onednn_masked_softmax", w), 3),
                   ("oneDNN softmax", idx.time("onednn_softmax", w), 3),
+                  ("XNNPACK kept keys",
+                   idx.time("xnnpack_kept_softmax", w), 3),
                   (f"copy_floor {idx.ref}",
                    idx.time("copy_floor", w, idx.ref), 4),
                   (f"exp_floor {idx.ref}", idx.time("exp_floor", w, idx.ref), 4),
@@ -440,6 +476,12 @@ def main():
         out += ["## masked_softmax across targets", "", summary, ""]
     out += [f"## Issue 3 bars ({idx.bar_target}, one thread, ratios from this run)",
             "", bars(idx), "", acceptance(idx, workloads), ""]
+    free = masking_for_free(idx, workloads)
+    if free:
+        out += [f"## Masking for free (issue 22; {idx.bar_target}, one thread)",
+                "", "Below 1.00× the masked kernel is faster than the plain "
+                "softmax of the kept keys alone (sliced out beforehand, outside "
+                "the timing); kept-only: `zero_masked = false`.", "", free, ""]
     for w in workloads:
         rs = [r for r in results if r.workload == w]
         out += [f"## {w}", "", workload_table(idx, w, rs), ""]

@@ -10,6 +10,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -214,6 +215,48 @@ const float* ExpInputs(std::size_t n) {
     for (float& x : inputs) x = random.Uniform(-16.0f, 0.0f);
   }
   return inputs.data();
+}
+
+const KeptRows& KeptRowsOf(const Workload& w, bool unaligned) {
+  static std::map<std::pair<std::string, bool>, KeptRows> cache;
+  KeptRows& kept = cache[{w.name, unaligned}];
+  if (!kept.begin.empty()) return kept;
+  const WorkloadData& data = Data(w);
+  const std::size_t n = w.shape.k_len;
+  constexpr std::size_t kLine = 64 / sizeof(float);
+  for (std::size_t r = 0; r < w.shape.rows(); ++r) {
+    const float* mask_row = RlxRow(data.rlx, r, n);
+    if (unaligned) {
+      std::size_t first = 0;
+      while (first < n && mask_row != nullptr &&
+             !RlxKeeps(data.rlx, mask_row[first])) {
+        ++first;
+      }
+      kept.pristine.resize(kept.pristine.size() + (r * n + first) % kLine);
+    }
+    kept.begin.push_back(kept.pristine.size());
+    for (std::size_t k = 0; k < n; ++k) {
+      if (mask_row != nullptr && !RlxKeeps(data.rlx, mask_row[k])) continue;
+      const std::size_t at = r * n + k;
+      switch (w.type) {
+        case ScoreType::kF32:
+          kept.pristine.push_back(static_cast<const float*>(data.scores)[at]);
+          break;
+        case ScoreType::kBF16:
+          kept.pristine.push_back(
+              ToF32(static_cast<const bf16*>(data.scores)[at]));
+          break;
+        case ScoreType::kF16:
+          kept.pristine.push_back(
+              ToF32(static_cast<const f16*>(data.scores)[at]));
+          break;
+      }
+    }
+    kept.len.push_back(kept.pristine.size() - kept.begin.back());
+    kept.pristine.resize((kept.pristine.size() + 2 * kLine - 1) / kLine *
+                         kLine);
+  }
+  return kept;
 }
 
 float ToF32(bf16 v) { return rlx_f32_from_bf16(v.bits); }

@@ -165,6 +165,21 @@ ScoreView FreshScores(const Workload& w);
 // At least `n` f32 values in [-16, 0] (exp inputs after the max shift).
 const float* ExpInputs(std::size_t n);
 
+// The workload's kept scores sliced out, as f32 (16-bit rows converted):
+// row r's kept keys (those its materialised mask keeps, exactly) at
+// pristine[begin[r]], len[r] of them, each row followed by at least one
+// 64-byte line of padding. Built once per workload and alignment.
+struct KeptRows {
+  std::vector<float> pristine;  // the sliced scores, for every run to start
+  std::vector<std::size_t> begin, len;
+};
+
+// Each row on a 64-byte line, or with `unaligned` at the offset modulo 64
+// bytes that its first kept key has in the workload's rows as f32
+// (contiguous, from a 64-byte aligned base): the alignment masked_softmax
+// finds them at (rows of 513, 4097 or 32769 keys are unaligned).
+const KeptRows& KeptRowsOf(const Workload& w, bool unaligned);
+
 // Scalar conversions for 16-bit rows: src/half_codec.h (round to nearest
 // even), typed for the row element structs.
 float ToF32(bf16 v);

@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # The main job: installs what the benchmarks need (Debian 12, apt), builds
 # Release, runs every benchmark of rlx_attn_bench once (each kernel on every
-# supported target, the scalar reference, the RLX-loop baseline, oneDNN and
-# the copy/exp floors, side by side in one run) and prints a Markdown table
-# per workload. Writes results/bench.json (Google Benchmark JSON),
-# results/bench.log (console output), results/report.md and
+# supported target, the scalar reference, the RLX-loop baseline, the peers
+# oneDNN and XNNPACK, and the floors, side by side in one run) and prints a
+# Markdown table per workload. Writes results/bench.json (Google Benchmark
+# JSON), results/bench.log (console output), results/report.md and
 # results/chart.png. While the benchmarks run, a status line on the
 # terminal says how many are done of how many, the time so far and the one
 # running (the last finished when repetitions interleave at random).
@@ -42,11 +42,11 @@ build=${RLX_BENCH_BUILD_DIR:-build-bench}
 results=${RLX_BENCH_RESULTS:-results}
 
 # 1. Packages: the project's list (compilers, Highway, Google Benchmark, ...)
-# plus the benchmark-only ones, oneDNN and matplotlib.
+# plus the benchmark-only ones: the peers oneDNN and XNNPACK, and matplotlib.
 if [ "$install" = 1 ]; then
   bash .ci/install-deps.sh
   missing=()
-  for p in libdnnl-dev python3-matplotlib; do
+  for p in libdnnl-dev libxnnpack-dev libpthreadpool-dev python3-matplotlib; do
     dpkg-query -W -f='${db:Status-Abbrev}' "$p" 2>/dev/null | grep -q '^ii' ||
       missing+=("$p")
   done
@@ -113,7 +113,7 @@ echo "bench.sh: CPU: $(grep -m1 -E '^(model name|Model)' /proc/cpuinfo | sed 's/
 echo "bench.sh: compiler: $(grep -E '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | sed 's/.*=//') $(
   "$(grep -E '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | sed 's/.*=//')" \
     -dumpfullversion 2>/dev/null || true)"
-for p in libhwy-dev libbenchmark-dev libdnnl-dev; do
+for p in libhwy-dev libbenchmark-dev libdnnl-dev libxnnpack-dev; do
   version=$(dpkg-query -W -f='${Version}\n' "$p:$(dpkg --print-architecture)" \
     2>/dev/null || true)
   echo "bench.sh: $p ${version:-not installed}"
