@@ -105,8 +105,8 @@ def load(path, statistic):
 # interleaving shuffles it): workloads as the binary lists them, then
 # target-free rows, then per target its kernels and floors.
 KERNEL_ORDER = ["fill_decode_mask_reference", "reference", "rlx_loop",
-                "onednn_softmax", "onednn_masked_softmax", "xnnpack_kept_softmax",
-                "xnnpack_softmax", "fill_decode_mask",
+                "onednn_softmax", "onednn_masked_softmax",
+                "xnnpack_kept_softmax", "xnnpack_softmax", "fill_decode_mask",
                 "apply_mask", "masked_softmax", "copy_floor", "exp_floor",
                 "touch_floor", "kept_softmax_floor",
                 "kept_softmax_floor_unaligned", "kept_softmax_floor_in_place",

@@ -119,16 +119,6 @@ void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(rows * len));
 }
 
-// Whether row r of a floor's output sums to 1 within `tolerance`; if not,
-// the benchmark fails, naming `what`, the row and its sum.
-bool RowSumsToOne(benchmark::State& state, const std::string& what,
-                  std::size_t r, double sum, double tolerance) {
-  if (std::abs(sum - 1.0) < tolerance) return true;
-  FailBenchmark(state, what + ": row " + std::to_string(r) + " sums to " +
-                           std::to_string(sum));
-  return false;
-}
-
 // The floor in place in a copy of w's rows, on each row's largest kept
 // interval (a Decode row's window or context, without its token key):
 // what the floor's recipe costs at the rows' own layout and stride, where

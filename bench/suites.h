@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -59,6 +60,16 @@ inline bool& BenchmarkFailed() {
 inline void FailBenchmark(benchmark::State& state, const std::string& message) {
   BenchmarkFailed() = true;
   state.SkipWithError(message.c_str());
+}
+
+// Whether row r of a kernel's output sums to 1 within `tolerance`; if not
+// (NaN included), the benchmark fails, naming `what`, the row and its sum.
+inline bool RowSumsToOne(benchmark::State& state, const std::string& what,
+                         std::size_t r, double sum, double tolerance) {
+  if (std::abs(sum - 1.0) < tolerance) return true;
+  FailBenchmark(state, what + ": row " + std::to_string(r) + " sums to " +
+                           std::to_string(sum));
+  return false;
 }
 
 // The counters of a benchmark that processes `items` elements of

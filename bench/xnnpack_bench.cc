@@ -55,38 +55,26 @@ class XnnSoftmax {
   bool ok_ = false;
 };
 
-// The largest |sum - 1| over `rows` rows of `len` probabilities `stride`
-// apart.
-double WorstRowSum(const float* p, std::size_t rows, std::size_t len,
-                   std::size_t stride) {
-  double worst = 0.0;
-  for (std::size_t r = 0; r < rows; ++r) {
-    double sum = 0.0;
-    for (std::size_t k = 0; k < len; ++k) sum += p[r * stride + k];
-    const double miss = std::fabs(sum - 1.0);
-    if (!(miss <= worst)) worst = miss;  // NaN stays
-    if (std::isnan(worst)) break;
-  }
-  return worst;
-}
-
 // Checks one softmax of the workload's rows (before the timing: the timed
 // calls then run on their own results): fails the benchmark when a row is
 // not a distribution (a broken setup), and reports how far XNNPACK's rows
 // miss 1. It sums in f32: one pass over D3's kept keys misses by 4e-6, where
 // masked_softmax's contract is 1e-6 (not failed here: 1e-3 is the check).
-bool CheckOnePass(benchmark::State& state, XnnSoftmax& softmax, const float* p,
-                  std::size_t rows, std::size_t len, std::size_t stride) {
+bool CheckOnePass(benchmark::State& state, const char* what,
+                  XnnSoftmax& softmax, const float* p, std::size_t rows,
+                  std::size_t len, std::size_t stride) {
   if (!softmax.Run()) {
-    FailBenchmark(state, "xnn_run_operator failed");
+    FailBenchmark(state, std::string(what) + ": xnn_run_operator failed");
     return false;
   }
-  const double worst = WorstRowSum(p, rows, len, stride);
+  double worst = 0.0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < len; ++k) sum += p[r * stride + k];
+    if (!RowSumsToOne(state, what, r, sum, 1e-3)) return false;
+    worst = std::max(worst, std::abs(sum - 1.0));
+  }
   state.counters["row_sum_error"] = worst;
-  if (!(worst <= 1e-3)) {
-    FailBenchmark(state, "XNNPACK's rows miss 1 by " + std::to_string(worst));
-    return false;
-  }
   return true;
 }
 
@@ -108,7 +96,10 @@ void BM_XnnKept(benchmark::State& state, const Workload* w) {
   if (!softmax.Setup(rows, first, first)) {
     return FailBenchmark(state, "xnn_setup_softmax_nc_f32 failed");
   }
-  if (!CheckOnePass(state, softmax, first, rows, len, stride)) return;
+  if (!CheckOnePass(state, "xnnpack_kept_softmax", softmax, first, rows, len,
+                    stride)) {
+    return;
+  }
   std::copy(kept.pristine.begin(), kept.pristine.end(), data);
   for (auto _ : state) {
     softmax.Run();
@@ -125,7 +116,9 @@ void BM_XnnFull(benchmark::State& state, const Workload* w) {
   if (!softmax.Setup(rows, data, data)) {
     return FailBenchmark(state, "xnn_setup_softmax_nc_f32 failed");
   }
-  if (!CheckOnePass(state, softmax, data, rows, n, n)) return;
+  if (!CheckOnePass(state, "xnnpack_softmax", softmax, data, rows, n, n)) {
+    return;
+  }
   FreshScores(*w);  // the same buffer, the pristine scores again
   for (auto _ : state) {
     softmax.Run();
