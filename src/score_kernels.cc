@@ -142,10 +142,15 @@ void CheckDense(const char* who, const MaskSpec& mask, DenseKind dense,
                   " does not broadcast to scores " + ShapeString(scores) +
                   " (each extent must match or be 1; k_len must match)");
   }
+  // A zero stride broadcasts (docs/SEMANTICS.md, "Dense parts and
+  // broadcasting"): every query row reads the same mask row. Any other
+  // row stride below a row's width is a caller's mistake (a stride in
+  // bytes, or in keys for a bit mask), not a layout.
+  const bool broadcast_rows = m.q_len == 1 || mask.strides.row == 0;
   if (dense == DenseKind::kKeepBits) {
     // Strides count 64-bit words: a row holds ceil(k_len / 64) of them.
     const std::size_t words = m.k_len / 64 + (m.k_len % 64 != 0);
-    if (m.q_len > 1 && mask.strides.row < words) {
+    if (!broadcast_rows && mask.strides.row < words) {
       Fail(who,
            "keep_bits row stride " + std::to_string(mask.strides.row) +
                " words is below ceil(k_len / 64) = " + std::to_string(words) +
@@ -155,7 +160,7 @@ void CheckDense(const char* who, const MaskSpec& mask, DenseKind dense,
                     mask.strides, sizeof(std::uint64_t));
     return;
   }
-  if (m.q_len > 1 && mask.strides.row < m.k_len) {
+  if (!broadcast_rows && mask.strides.row < m.k_len) {
     Fail(who, "mask row stride " + std::to_string(mask.strides.row) +
                   " is below k_len " + std::to_string(m.k_len));
   }

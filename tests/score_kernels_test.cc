@@ -375,6 +375,88 @@ TEST_P(ScoreKernelsTest, DenseMasksMatchTheOracleWithEveryBroadcast) {
   }
 }
 
+// DESIGN's "broadcast over any of batch/heads/q by a zero stride": a mask
+// of the scores' full shape whose strides are 0 on an axis reads one slice
+// for every index of it, as a mask of extent 1 there would (np.broadcast_to
+// makes such arrays). Bit masks too; a row stride between 0 and a row's
+// width is still an error.
+TEST_P(ScoreKernelsTest, DenseMasksBroadcastByZeroStrides) {
+  std::mt19937 rng(4321);
+  for (std::size_t k_len : {5u, 64u, 130u}) {
+    const Shape4 shape{2, 3, 4, k_len};
+    const std::size_t words = (k_len + 63) / 64;
+    // The data: one [2, 1, 4, k] f32 / u8 slice, and [1, 1, 1, words] bits.
+    DenseMask keep = MakeDense(MaskKind::kKeepF32, {2, 1, 4, k_len}, rng, 0.5);
+    DenseMask u8 = MakeDense(MaskKind::kKeepU8, {2, 1, 4, k_len}, rng, 0.5);
+    DenseMask bias = MakeDense(MaskKind::kBias, {2, 1, 4, k_len}, rng, 0.6);
+    std::vector<std::uint64_t> bits(words);
+    for (auto& w : bits) w = (std::uint64_t{rng()} << 32) | rng();
+    const Strides3 over_heads{4 * k_len, 0, k_len};  // [2, 3, 4, k] at head 0
+    const Strides3 over_rows{0, 0, 0};
+    const MaskSpec masks[] = {
+        MaskSpec::keep(keep.f32.data(), shape).with_strides(over_heads),
+        MaskSpec::keep(u8.u8.data(), shape).with_strides(over_heads),
+        MaskSpec::bias(bias.f32.data(), shape).with_strides(over_heads),
+        MaskSpec::keep(keep.f32.data(), shape).with_strides(over_rows),
+        MaskSpec::keep_bits(bits.data(), shape).with_strides(over_rows),
+        MaskSpec::causal()
+            .with_keep_bits(bits.data(), shape)
+            .with_strides(over_rows),
+    };
+    for (const MaskSpec& mask : masks) {
+      for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16}) {
+        Config c;
+        c.type = type;
+        c.shape = shape;
+        c.mask = mask;
+        c.fill = -1e9f;
+        c.scores = [](std::size_t b, std::size_t h, std::size_t q,
+                      std::size_t k) {
+          return RandomScore(((b * 7 + h) * 11 + q) * 4111 + k + 5);
+        };
+        c.name = "zero strides, k_len " + std::to_string(k_len);
+        ASSERT_NO_FATAL_FAILURE(CheckApply(c, true));
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, true, true));
+      }
+    }
+    // Every query row reads row 0 of head 0: the same bits as a mask of one
+    // row, on the same memory (the kernels' vector splits follow the rows'
+    // alignment; the keep bytes of a mask row are built once and reused by
+    // the rows that read it, whichever form the broadcast takes).
+    std::vector<float> pristine(shape.rows() * k_len), a(pristine.size());
+    for (std::size_t i = 0; i < a.size(); ++i) pristine[i] = RandomScore(i);
+    a = pristine;
+    masked_softmax(
+        ScoreView::f32(a.data(), shape),
+        MaskSpec::keep(keep.f32.data(), shape).with_strides(over_rows));
+    const std::vector<float> zero_strides = a;
+    a = pristine;
+    masked_softmax(ScoreView::f32(a.data(), shape),
+                   MaskSpec::keep(keep.f32.data(), {1, 1, 1, k_len}));
+    EXPECT_EQ(zero_strides, a);
+  }
+  // A row stride below the row's width and not 0 stays an error.
+  std::vector<float> s(2 * 130, 1.5f);
+  const std::vector<float> before = s;
+  const std::vector<std::uint64_t> bits(6, ~std::uint64_t{0});
+  const ScoreView scores = ScoreView::f32(s.data(), {1, 1, 2, 130});
+  EXPECT_THAT(testing::ErrorOf([&] {
+                masked_softmax(scores,
+                               MaskSpec::keep_bits(bits.data(), {1, 1, 2, 130})
+                                   .with_strides({0, 0, 2}));
+              }),
+              HasSubstr("keep_bits row stride 2 words is below "
+                        "ceil(k_len / 64) = 3"));
+  EXPECT_THAT(
+      testing::ErrorOf([&] {
+        apply_mask(
+            scores,
+            MaskSpec::keep(s.data(), {1, 1, 2, 130}).with_strides({0, 0, 129}));
+      }),
+      HasSubstr("mask row stride 129 is below k_len 130"));
+  EXPECT_EQ(s, before);
+}
+
 // A NaN fill or a NaN bias stays NaN, whatever its payload: f32 rows store
 // the fill's bits, 16-bit rows its conversion as the oracle's codec does it
 // (rounding the f32 bits of a NaN as a number would carry its payload into

@@ -33,6 +33,26 @@ def test_mask_arrays_are_read_in_place_at_each_call():
     assert np.all(second[1] > 0)
 
 
+def test_masks_broadcast_by_zero_strides():
+    # np.broadcast_to gives zero strides on the broadcast axes, the query
+    # axis included: the same probabilities as the mask's one row.
+    shape = (2, 3, 4, 70)
+    rng = np.random.default_rng(5)
+    row = (rng.uniform(size=(2, 1, 1, 70)) < 0.6).astype(np.float32)
+    full = np.broadcast_to(row, shape)
+    assert full.strides[1] == full.strides[2] == 0
+    words = np.zeros((2, 1, 1, 2), np.uint64)
+    for k in np.flatnonzero(row[1, 0, 0]):
+        words[:, 0, 0, k // 64] |= np.uint64(1) << np.uint64(k % 64)
+    scores = scores_np(shape, seed=3)
+    want = rlx.masked_softmax(scores.copy(), rlx.MaskSpec.keep(row))
+    got = rlx.masked_softmax(scores.copy(), rlx.MaskSpec.keep(full))
+    np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
+    bits = rlx.MaskSpec.keep_bits(np.broadcast_to(words, (2, 3, 4, 2)))
+    got = rlx.masked_softmax(scores.copy(), bits)
+    np.testing.assert_allclose(got[1], want[1], rtol=2e-6, atol=1e-30)
+
+
 def test_rule_arrays_are_read_in_place():
     shape = (1, 1, 2, 8)
     q_seg = np.zeros((1, 2), np.int32)
