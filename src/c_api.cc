@@ -60,6 +60,16 @@ const std::vector<std::string>& CompiledNames() {
   return names;
 }
 
+// One of CompiledNames()' strings (static storage) for the target `target`
+// names: the C API hands out pointers that stay valid, never a temporary's.
+const char* CompiledName(const std::string& target) {
+  for (const std::string& compiled : CompiledNames()) {
+    if (compiled == target) return compiled.c_str();
+  }
+  throw std::logic_error("target \"" + target +
+                         "\" is not among the compiled targets");
+}
+
 // ---------------------------------------------------------------------------
 // Score kernels: the C structs to the C++ ones.
 
@@ -469,17 +479,13 @@ rlx_status rlx_supported_targets(const char** names) {
 rlx_status rlx_active_target(const char** name) {
   constexpr const char* kFn = "rlx_active_target";
   if (name == nullptr) return InvalidArgument(kFn, "name is NULL");
-  return Guard(kFn, [&] {
-    const std::string active = rlx::active_target();
-    for (const std::string& compiled : CompiledNames()) {
-      if (compiled == active) {
-        *name = compiled.c_str();
-        return;
-      }
-    }
-    throw std::logic_error("active target \"" + active +
-                           "\" is not among the compiled targets");
-  });
+  return Guard(kFn, [&] { *name = CompiledName(rlx::active_target()); });
+}
+
+rlx_status rlx_dispatched_target(const char** name) {
+  constexpr const char* kFn = "rlx_dispatched_target";
+  if (name == nullptr) return InvalidArgument(kFn, "name is NULL");
+  return Guard(kFn, [&] { *name = CompiledName(rlx::dispatched_target()); });
 }
 
 rlx_status rlx_force_target(const char* name) {

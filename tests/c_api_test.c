@@ -411,6 +411,13 @@ static const char* ActiveTarget(void) {
   return rlx_active_target(&name) == RLX_OK ? name : NULL;
 }
 
+/* The name the dispatched code reports, or NULL when
+ * rlx_dispatched_target fails. */
+static const char* DispatchedTarget(void) {
+  const char* name = NULL;
+  return rlx_dispatched_target(&name) == RLX_OK ? name : NULL;
+}
+
 static void TestTargets(void) {
   const char* compiled = NULL;
   const char* supported = NULL;
@@ -436,6 +443,8 @@ static void TestTargets(void) {
                "rlx_supported_targets");
   EXPECT_ERROR(rlx_active_target(NULL), RLX_INVALID_ARGUMENT,
                "rlx_active_target");
+  EXPECT_ERROR(rlx_dispatched_target(NULL), RLX_INVALID_ARGUMENT,
+               "rlx_dispatched_target");
 
   active = ActiveTarget();
   CHECK(active != NULL && ListHas(supported, active));
@@ -452,6 +461,9 @@ static void TestTargets(void) {
     CHECK(rlx_force_target(name) == RLX_OK);
     active = ActiveTarget();
     CHECK(active != NULL && strcmp(active, name) == 0);
+    /* The dispatch reaches that target's code, and the name is the same
+     * static string as rlx_active_target's. */
+    CHECK(DispatchedTarget() == active);
     p = comma ? comma + 1 : NULL;
   }
 
@@ -493,6 +505,9 @@ static int RunEnvTarget(void) {
   float mask[4];
   EXPECT_ERROR(rlx_active_target(&active), RLX_INVALID_ARGUMENT,
                "rlx_active_target");
+  CHECK(active == sentinel);
+  EXPECT_ERROR(rlx_dispatched_target(&active), RLX_INVALID_ARGUMENT,
+               "rlx_dispatched_target");
   CHECK(active == sentinel);
   CHECK(strstr(rlx_last_error(), "RLX_ATTN_TARGET") != NULL);
   CHECK(strstr(rlx_last_error(), "NOT_A_TARGET") != NULL);

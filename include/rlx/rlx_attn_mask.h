@@ -149,6 +149,13 @@ RLX_ATTN_MASK_API rlx_status rlx_supported_targets(const char** names);
  * that is unknown or not supported here, or name is NULL. */
 RLX_ATTN_MASK_API rlx_status rlx_active_target(const char** name);
 
+/* Writes to *name the target whose code the next kernel call runs, as that
+ * code reports it itself (a function compiled once per target, reached
+ * through the kernels' dispatch table); static storage, never free it. It
+ * equals rlx_active_target's unless the dispatch is broken, which is what
+ * an embedder's self-test can check. Fails as rlx_active_target does. */
+RLX_ATTN_MASK_API rlx_status rlx_dispatched_target(const char** name);
+
 /* Makes every later kernel call use the target `name`; NULL or "" returns to
  * the automatic choice (the best supported target). An unknown or
  * unsupported name is RLX_INVALID_ARGUMENT, with a message that lists the

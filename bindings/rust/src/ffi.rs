@@ -241,6 +241,7 @@ extern "C" {
     pub fn rlx_compiled_targets(names: *mut *const c_char) -> rlx_status;
     pub fn rlx_supported_targets(names: *mut *const c_char) -> rlx_status;
     pub fn rlx_active_target(name: *mut *const c_char) -> rlx_status;
+    pub fn rlx_dispatched_target(name: *mut *const c_char) -> rlx_status;
     pub fn rlx_force_target(name: *const c_char) -> rlx_status;
 
     pub fn rlx_kept_keys(

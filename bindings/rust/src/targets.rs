@@ -47,6 +47,14 @@ pub fn active_target() -> Result<String, Error> {
     static_string(ffi::rlx_active_target)
 }
 
+/// The target whose code the next kernel call runs, as that code reports
+/// it itself (a function compiled once per target, reached through the
+/// kernels' dispatch table). Equals [`active_target`] unless the dispatch
+/// is broken, which is what a self-test can check; fails as it does.
+pub fn dispatched_target() -> Result<String, Error> {
+    static_string(ffi::rlx_dispatched_target)
+}
+
 /// Makes every later kernel call (in this process, from any thread) use
 /// `name`; `""` returns to the automatic choice. An unknown or unsupported
 /// name is an error listing the supported targets, and changes nothing.
@@ -71,6 +79,9 @@ mod tests {
         );
         let active = active_target().unwrap();
         assert!(supported.contains(&active), "{active} not in {supported:?}");
+        // Tests run concurrently and only ever force the best target (the
+        // automatic choice), so the dispatch reaches its code.
+        assert_eq!(dispatched_target().unwrap(), active);
     }
 
     #[test]
