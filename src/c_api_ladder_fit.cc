@@ -20,6 +20,8 @@
 #include "rlx/rlx_attn_mask.h"
 #include "src/c_api_error.h"
 
+static_assert(RLX_MAX_CAPPED_BUCKETS == rlx::BucketLadder::kMaxCappedBuckets);
+
 namespace {
 
 using rlx::c_api::Guard;

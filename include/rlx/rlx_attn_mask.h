@@ -662,12 +662,17 @@ RLX_ATTN_MASK_API rlx_status rlx_ladder_fit_counts(const uint64_t* lengths,
                                                    const rlx_ladder_cost* cost,
                                                    rlx_ladder** out);
 
+/* The most buckets rlx_ladder_capped builds (BucketLadder::kMaxCappedBuckets,
+ * 2^20). */
+#define RLX_MAX_CAPPED_BUCKETS ((size_t)1 << 20)
+
 /* The ladder with the fewest buckets covering [1, max_key] with no gap in
  * which every key k of a bucket with extent u has
  * (u - k) / k <= max_padding, max_padding read as the decimal it prints as
  * (0.3 is exactly 3/10): BucketLadder::capped, exact integer extents.
  * Rejects NULL out, max_key 0 or UINT64_MAX, a NaN or negative max_padding,
- * and ladders of more than 2^20 buckets. *out owns a new ladder. */
+ * and ladders of more than RLX_MAX_CAPPED_BUCKETS buckets. *out owns a new
+ * ladder. */
 RLX_ATTN_MASK_API rlx_status rlx_ladder_capped(uint64_t max_key,
                                                double max_padding,
                                                rlx_ladder** out);

@@ -578,6 +578,8 @@ void DefineLadders(py::module_& m) {
                   "dict); cost is \"decode\", \"prefill\" or a callable "
                   "cost(upper) -> float.")
       .def_static("capped", &BucketLadder::capped, "max_key"_a, "max_padding"_a)
+      .def_readonly_static("MAX_CAPPED_BUCKETS",
+                           &BucketLadder::kMaxCappedBuckets)
       .def_static("least_max_padding", &BucketLadder::least_max_padding,
                   "max_key"_a, "max_buckets"_a)
       .def("bucket_for", &BucketLadder::bucket_for, "key"_a)

@@ -302,6 +302,12 @@ def test_custom_capped_and_fit():
         rlx.BucketLadder.fit(lengths, 2, lambda u: -1.0)
     pad = rlx.BucketLadder.least_max_padding(4096, 8)
     assert len(rlx.BucketLadder.capped(4096, pad)) <= 8
+    # With no padding every key is a bucket: the limit holds exactly.
+    most = rlx.BucketLadder.MAX_CAPPED_BUCKETS
+    assert most == 1 << 20
+    assert len(rlx.BucketLadder.capped(most, 0.0)) == most
+    with pytest.raises(ValueError, match=str(most)):
+        rlx.BucketLadder.capped(most + 1, 0.0)
 
 
 # Targets -----------------------------------------------------------------

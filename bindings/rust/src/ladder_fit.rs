@@ -209,12 +209,16 @@ pub fn fit_counts(
     into_ladder(status, raw)
 }
 
+/// The most buckets [`capped`] builds (C `RLX_MAX_CAPPED_BUCKETS`, C++
+/// `BucketLadder::kMaxCappedBuckets`).
+pub const MAX_CAPPED_BUCKETS: usize = 1 << 20;
+
 /// The ladder with the fewest buckets covering `1..=max_key` without gaps
 /// in which every key `k` of a bucket with extent `u` has
 /// `(u - k) / k <= max_padding`, `max_padding` read as the decimal it
 /// prints as (`0.3` is exactly 3/10); exact integer extents. Errors:
 /// `max_key` 0 or `u64::MAX`, a NaN or negative `max_padding`, more than
-/// 2^20 buckets.
+/// [`MAX_CAPPED_BUCKETS`] buckets.
 pub fn capped(max_key: u64, max_padding: f64) -> Result<BucketLadder, Error> {
     let mut raw: *mut rlx_ladder = ptr::null_mut();
     // SAFETY: &mut raw is a valid out pointer.
@@ -392,6 +396,11 @@ mod tests {
                 }
             }
         }
+        // With no padding every key is a bucket: the limit holds exactly.
+        let most = MAX_CAPPED_BUCKETS as u64;
+        assert_eq!(capped(most, 0.0).unwrap().len(), MAX_CAPPED_BUCKETS);
+        let e = capped(most + 1, 0.0).unwrap_err();
+        assert!(e.message().contains(&MAX_CAPPED_BUCKETS.to_string()), "{e}");
         let e = capped(0, 0.5).unwrap_err();
         assert!(e.message().starts_with("rlx_ladder_capped: "), "{e}");
         assert!(e.message().contains("max_key=0"), "{e}");
