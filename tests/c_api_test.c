@@ -277,6 +277,106 @@ static void TestCustomLadderAndRouting(void) {
   CHECK(untouched == sentinel);
 }
 
+/* The test's build function: artifacts are heap ints holding the upper;
+ * *user counts builds and releases (user[0], user[1]); an upper of 16
+ * fails with RLX_OUT_OF_MEMORY while user[2] is set. */
+static rlx_status BuildUpper(uint64_t upper, void* user, void** artifact) {
+  int* counts = (int*)user;
+  uint64_t* data;
+  if (upper == 16 && counts[2]) return RLX_OUT_OF_MEMORY;
+  data = (uint64_t*)malloc(sizeof(*data));
+  if (data == NULL) return RLX_OUT_OF_MEMORY;
+  *data = upper;
+  *artifact = data;
+  ++counts[0];
+  return RLX_OK;
+}
+
+static void ReleaseUpper(void* artifact, void* user) {
+  ++((int*)user)[1];
+  free(artifact);
+}
+
+static void TestBucketedCache(void) {
+  rlx_ladder* ladder = NULL;
+  rlx_bucketed_cache* cache = NULL;
+  int counts[3] = {0, 0, 0};
+  uint64_t upper = 0;
+  void* artifact = NULL;
+  void* first = NULL;
+  bool built = true;
+  size_t count = 99;
+
+  CHECK(rlx_ladder_power_of_two(8, 64, &ladder) == RLX_OK); /* 8 16 32 64 */
+  EXPECT_ERROR(rlx_bucketed_cache_new(NULL, BuildUpper, NULL, NULL, &cache),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_new");
+  EXPECT_ERROR(rlx_bucketed_cache_new(ladder, NULL, NULL, NULL, &cache),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_new");
+  EXPECT_ERROR(rlx_bucketed_cache_new(ladder, BuildUpper, NULL, NULL, NULL),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_new");
+  CHECK(rlx_bucketed_cache_new(ladder, BuildUpper, ReleaseUpper, counts,
+                               &cache) == RLX_OK);
+  /* The cache holds its own copy of the ladder. */
+  rlx_ladder_free(ladder);
+  if (cache == NULL) return;
+
+  /* Built once per bucket, at its upper. */
+  CHECK(rlx_bucketed_cache_get(cache, 3, &upper, &artifact) == RLX_OK);
+  CHECK(upper == 8 && artifact != NULL && *(uint64_t*)artifact == 8);
+  first = artifact;
+  CHECK(rlx_bucketed_cache_get(cache, 8, &upper, &artifact) == RLX_OK);
+  CHECK(upper == 8 && artifact == first && counts[0] == 1);
+  CHECK(rlx_bucketed_cache_get(cache, 40, &upper, &artifact) == RLX_OK);
+  CHECK(upper == 64 && *(uint64_t*)artifact == 64 && counts[0] == 2);
+  CHECK(rlx_bucketed_cache_is_built(cache, 0, &built) == RLX_OK && built);
+  CHECK(rlx_bucketed_cache_is_built(cache, 1, &built) == RLX_OK && !built);
+  CHECK(rlx_bucketed_cache_is_built(cache, 9, &built) == RLX_OK && !built);
+  CHECK(rlx_bucketed_cache_built_count(cache, &count) == RLX_OK && count == 2);
+
+  /* A key in no bucket, and a failing build: the status, nothing cached
+   * or written. */
+  upper = 7;
+  artifact = first;
+  EXPECT_ERROR(rlx_bucketed_cache_get(cache, 65, &upper, &artifact),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_get");
+  CHECK(strstr(rlx_last_error(), "key 65") != NULL);
+  counts[2] = 1;
+  EXPECT_ERROR(rlx_bucketed_cache_get(cache, 9, &upper, &artifact),
+               RLX_OUT_OF_MEMORY, "rlx_bucketed_cache_get");
+  CHECK(strstr(rlx_last_error(), "upper 16") != NULL);
+  CHECK(upper == 7 && artifact == first);
+  CHECK(rlx_bucketed_cache_built_count(cache, &count) == RLX_OK && count == 2);
+  counts[2] = 0;
+  CHECK(rlx_bucketed_cache_get(cache, 9, &upper, &artifact) == RLX_OK);
+  CHECK(upper == 16 && counts[0] == 3 && counts[1] == 0);
+  EXPECT_ERROR(rlx_bucketed_cache_get(cache, 9, NULL, &artifact),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_get");
+  EXPECT_ERROR(rlx_bucketed_cache_get(NULL, 9, &upper, &artifact),
+               RLX_INVALID_ARGUMENT, "rlx_bucketed_cache_get");
+
+  /* retain_only keeps one bucket's and releases the others; a bad index
+   * releases nothing. */
+  EXPECT_ERROR(rlx_bucketed_cache_retain_only(cache, 4), RLX_INVALID_ARGUMENT,
+               "rlx_bucketed_cache_retain_only");
+  CHECK(strstr(rlx_last_error(), "index 4") != NULL);
+  CHECK(counts[1] == 0);
+  CHECK(rlx_bucketed_cache_retain_only(cache, 1) == RLX_OK);
+  CHECK(counts[1] == 2);
+  CHECK(rlx_bucketed_cache_built_count(cache, &count) == RLX_OK && count == 1);
+  CHECK(rlx_bucketed_cache_is_built(cache, 1, &built) == RLX_OK && built);
+  /* A dropped bucket is built again on its next use. */
+  CHECK(rlx_bucketed_cache_get(cache, 2, &upper, &artifact) == RLX_OK);
+  CHECK(upper == 8 && counts[0] == 4);
+  CHECK(rlx_bucketed_cache_clear(cache) == RLX_OK);
+  CHECK(counts[1] == 4);
+  CHECK(rlx_bucketed_cache_built_count(cache, &count) == RLX_OK && count == 0);
+  CHECK(rlx_bucketed_cache_get(cache, 64, &upper, &artifact) == RLX_OK);
+  /* Freeing releases what is left. */
+  rlx_bucketed_cache_free(cache);
+  CHECK(counts[0] == 5 && counts[1] == 5);
+  rlx_bucketed_cache_free(NULL);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Decode masks                                                             */
 
@@ -1981,6 +2081,7 @@ int main(int argc, char** argv) {
     TestPowerOfTwo();
     TestGeometric();
     TestCustomLadderAndRouting();
+    TestBucketedCache();
     TestFillDecodeMask();
     TestEveryBucketOfEveryLadderMasksItsPadding();
     TestTargets();

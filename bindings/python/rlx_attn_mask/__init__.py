@@ -50,12 +50,14 @@ from ._core import (  # noqa: F401
     split_kept_keys,
     supported_targets,
 )
+from .bucketed_cache import BucketedCache  # noqa: F401
 
 __all__ = [
     "MASKED_KEY_FILL_COST",
     "BlockMask",
     "Bucket",
     "BucketLadder",
+    "BucketedCache",
     "DTypeError",
     "MaskSpec",
     "alibi_slopes",

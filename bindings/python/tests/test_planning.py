@@ -310,6 +310,43 @@ def test_custom_capped_and_fit():
         rlx.BucketLadder.capped(most + 1, 0.0)
 
 
+def test_bucketed_cache_builds_each_bucket_once():
+    built = []
+
+    def build(upper):
+        if upper == 16 and fail:
+            raise RuntimeError("no plan for 16")
+        built.append(upper)
+        return f"plan@{upper}"
+
+    fail = False
+    cache = rlx.BucketedCache(rlx.BucketLadder.power_of_two(8, 64), build)
+    assert cache.get(3) == (8, "plan@8")
+    assert cache.get(8) == (8, "plan@8")
+    assert cache.get(40) == (64, "plan@64")
+    assert built == [8, 64] and cache.built_count() == 2
+    assert cache.is_built(0) and not cache.is_built(1)
+    assert not cache.is_built(9) and not cache.is_built(-1)
+    with pytest.raises(ValueError, match="key 65 routes to no bucket"):
+        cache.get(65)
+    fail = True
+    with pytest.raises(RuntimeError):
+        cache.get(9)
+    assert cache.built_count() == 2
+    fail = False
+    assert cache.get(9) == (16, "plan@16")
+    with pytest.raises(ValueError, match="index 4"):
+        cache.retain_only(4)
+    assert cache.built_count() == 3
+    cache.retain_only(1)
+    assert cache.built_count() == 1 and cache.is_built(1)
+    assert cache.get(2) == (8, "plan@8") and built == [8, 64, 16, 8]
+    cache.clear()
+    assert cache.built_count() == 0
+    with pytest.raises(TypeError):
+        rlx.BucketedCache([(1, 5)], build)
+
+
 # Targets -----------------------------------------------------------------
 
 def test_targets():

@@ -224,13 +224,21 @@ impl<T> BucketedCompileCache<T> {
     }
 
     /// Drops every plan but bucket `index`'s (memory pressure: keep the
-    /// bucket in use). Out-of-range indices drop everything.
-    pub fn retain_only(&mut self, index: usize) {
+    /// bucket in use). An error, dropping nothing, if `index` is not a
+    /// bucket of the ladder (as C++ `BucketedCache::retain_only`).
+    pub fn retain_only(&mut self, index: usize) -> Result<(), Error> {
+        if index >= self.plans.len() {
+            return Err(Error::invalid(format!(
+                "BucketedCompileCache::retain_only: index {index} is not below the bucket count {}",
+                self.plans.len()
+            )));
+        }
         for (i, plan) in self.plans.iter_mut().enumerate() {
             if i != index {
                 *plan = None;
             }
         }
+        Ok(())
     }
 
     /// Drops every plan.
@@ -306,7 +314,10 @@ mod tests {
         assert_eq!(compiled, vec![8, 16, 64]);
         assert_eq!(cache.compiled_count(), 3);
         assert!(cache.get_or_compile(65, |_| unreachable!()).is_none());
-        cache.retain_only(0);
+        let e = cache.retain_only(4).unwrap_err();
+        assert!(e.message().contains("retain_only: index 4"), "{e}");
+        assert_eq!(cache.compiled_count(), 3, "nothing dropped");
+        cache.retain_only(0).unwrap();
         assert_eq!(cache.compiled_count(), 1);
         assert!(cache.is_compiled(0) && !cache.is_compiled(1));
         cache.clear();
