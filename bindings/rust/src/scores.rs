@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The score kernels: apply a mask to attention score rows, and the fused
-//! masked softmax, over contiguous `[batch, heads, q_len, k_len]` tensors of
-//! f32, bf16 or f16.
+//! masked softmax, over `[batch, heads, q_len, k_len]` tensors of f32, bf16
+//! or f16: contiguous (a [`Shape`]) or with the keys of each row contiguous
+//! and the rows, heads and batches at any strides (a [`Layout`]).
 //!
 //! Query row `q` of batch `b` sits at absolute position `k_len - q_len + q`
 //! (decode: `q_len = 1`, the query after every key). Every kernel has a
@@ -58,22 +59,103 @@ impl Shape {
     fn rows_checked(&self) -> Option<usize> {
         self.batch.checked_mul(self.heads)?.checked_mul(self.q_len)
     }
-    /// The word strides of a contiguous bit-packed mask of this shape.
-    fn bit_strides(self) -> ffi::rlx_strides3 {
-        let row = words(self.k_len);
-        ffi::rlx_strides3 {
-            batch: self.heads * self.q_len * row,
-            head: self.q_len * row,
+}
+
+/// Element strides of a tensor whose keys are contiguous within a row
+/// (C++ `Strides3`): row `(b, h, q)` starts at element
+/// `b * batch + h * head + q * row` of its slice. A dense mask's strides
+/// may be 0 on a broadcast extent; a bit-packed mask's count words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Strides {
+    pub batch: usize,
+    pub head: usize,
+    pub row: usize,
+}
+
+impl Strides {
+    /// The contiguous layout of rows of `row` elements each.
+    fn packed(shape: Shape, row: usize) -> Self {
+        Strides {
+            batch: shape.heads.saturating_mul(shape.q_len).saturating_mul(row),
+            head: shape.q_len.saturating_mul(row),
             row,
         }
     }
-    fn contiguous_strides(self) -> ffi::rlx_strides3 {
+    /// The contiguous layout of `shape`.
+    pub fn contiguous(shape: Shape) -> Self {
+        Strides::packed(shape, shape.k_len)
+    }
+    fn to_ffi(self) -> ffi::rlx_strides3 {
         ffi::rlx_strides3 {
-            batch: self.heads * self.q_len * self.k_len,
-            head: self.q_len * self.k_len,
-            row: self.k_len,
+            batch: self.batch,
+            head: self.head,
+            row: self.row,
         }
     }
+}
+
+/// Where a score tensor's rows are in its slice: its shape and its rows'
+/// strides. Every kernel takes a `Layout` or a [`Shape`], which is the
+/// contiguous layout. The slice must reach the last row's last key; rows
+/// that would overlap are an error (each row is written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub shape: Shape,
+    pub strides: Strides,
+}
+
+impl Layout {
+    pub fn new(shape: Shape, strides: Strides) -> Self {
+        Layout { shape, strides }
+    }
+}
+
+impl From<Shape> for Layout {
+    fn from(shape: Shape) -> Self {
+        Layout::new(shape, Strides::contiguous(shape))
+    }
+}
+
+/// The elements a slice needs for rows of `row_len` elements at `strides`:
+/// one past the last row's last element (0 for an empty extent, which the
+/// library rejects); None on overflow.
+fn span(shape: Shape, strides: Strides, row_len: usize) -> Option<usize> {
+    if shape.batch == 0 || shape.heads == 0 || shape.q_len == 0 || row_len == 0 {
+        return Some(0);
+    }
+    ((shape.batch - 1).checked_mul(strides.batch)?)
+        .checked_add((shape.heads - 1).checked_mul(strides.head)?)?
+        .checked_add((shape.q_len - 1).checked_mul(strides.row)?)?
+        .checked_add(row_len)
+}
+
+/// Whether no two rows of `layout` share an element. Sufficient, not
+/// necessary: the extents nest, each stride (smallest first) at least the
+/// span of the extents below it. Every permutation of a contiguous tensor's
+/// axes, and every row stride from k_len up, pass.
+fn rows_disjoint(layout: Layout) -> bool {
+    let Layout { shape, strides } = layout;
+    let mut axes = [
+        (shape.batch, strides.batch),
+        (shape.heads, strides.head),
+        (shape.q_len, strides.row),
+    ];
+    axes.sort_by_key(|&(_, stride)| stride);
+    let mut reach = Some(shape.k_len);
+    for (extent, stride) in axes {
+        if extent <= 1 {
+            continue;
+        }
+        match reach {
+            Some(r) if stride >= r => {
+                reach = (extent - 1)
+                    .checked_mul(stride)
+                    .and_then(|x| x.checked_add(r));
+            }
+            _ => return false,
+        }
+    }
+    true
 }
 
 /// bfloat16 bits (bit-compatible with `half::bf16`).
@@ -214,6 +296,7 @@ pub struct MaskSpec<'a> {
     q_position: Option<&'a [i64]>,
     k_position: Option<&'a [i64]>,
     dense: Option<Dense<'a>>,
+    dense_strides: Option<Strides>,
 }
 
 impl<'a> From<Mask<'a>> for MaskSpec<'a> {
@@ -229,6 +312,7 @@ impl<'a> From<Mask<'a>> for MaskSpec<'a> {
             q_position: None,
             k_position: None,
             dense: None,
+            dense_strides: None,
         }
     }
 }
@@ -292,6 +376,12 @@ macro_rules! mask_builders {
         pub fn with_bias($self_, b: &'a [f32], shape: Shape) -> MaskSpec<'a> {
             $self_.with_dense(Dense::Bias(b, shape))
         }
+        /// The strides of the dense data (a dense kind's or the dense
+        /// part's; in words for bit-packed masks; 0 on a broadcast
+        /// extent), instead of its contiguous layout.
+        pub fn with_strides($self_, strides: Strides) -> MaskSpec<'a> {
+            MaskSpec { dense_strides: Some(strides), ..$spec }
+        }
     };
 }
 
@@ -351,25 +441,30 @@ impl MaskSpec<'_> {
         // (the library trusts the pointer).
         let dense = |spec: &mut ffi::rlx_mask_spec, part: Dense| {
             let (data, len, shape, bits) = part.raw();
-            let need = if bits {
-                shape
-                    .rows_checked()
-                    .and_then(|r| r.checked_mul(words(shape.k_len)))
+            let row_len = if bits {
+                words(shape.k_len)
             } else {
-                shape.elements()
+                shape.k_len
+            };
+            let strides = self
+                .dense_strides
+                .unwrap_or_else(|| Strides::packed(shape, row_len));
+            // The contiguous layout holds rows * row_len elements (an
+            // overflow there is an error even where the strides' span is not).
+            let need = if self.dense_strides.is_some() {
+                span(shape, strides, row_len)
+            } else {
+                shape.rows_checked().and_then(|r| r.checked_mul(row_len))
             };
             if !matches!(need, Some(n) if len >= n) {
                 return Err(Error::invalid(format!(
-                    "{who}: the dense mask has {len} elements, its shape {shape:?} needs {need:?}"
+                    "{who}: the dense mask has {len} elements, its shape {shape:?} at \
+                     {strides:?} needs {need:?}"
                 )));
             }
             spec.data = data;
             spec.shape = shape.to_ffi();
-            spec.strides = if bits {
-                shape.bit_strides()
-            } else {
-                shape.contiguous_strides()
-            };
+            spec.strides = strides.to_ffi();
             Ok(())
         };
         match self.kind {
@@ -556,23 +651,51 @@ pub fn alibi_slopes(heads: usize, max_bias: f32) -> Result<Vec<f32>, Error> {
     Ok(out)
 }
 
+/// Whether a view's rows are written (they must not overlap) or only read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// The C view of a slice of `len` elements at `data` laid out as `layout`:
+/// the slice must reach its last element (a contiguous layout: hold exactly
+/// its elements), and rows that are written must not overlap.
 fn view<T: ScoreElement>(
     who: &str,
     data: *mut T,
     len: usize,
-    shape: Shape,
+    layout: Layout,
+    access: Access,
 ) -> Result<ffi::rlx_score_view, Error> {
-    let need = shape.elements();
-    if need != Some(len) {
+    let Layout { shape, strides } = layout;
+    let contiguous = strides == Strides::contiguous(shape);
+    let need = if contiguous {
+        shape.elements()
+    } else {
+        span(shape, strides, shape.k_len)
+    };
+    let fits = match need {
+        Some(n) if contiguous => len == n,
+        Some(n) => len >= n,
+        None => false,
+    };
+    if !fits {
         return Err(Error::invalid(format!(
-            "{who}: the scores slice has {len} elements, shape {shape:?} needs {need:?}"
+            "{who}: the scores slice has {len} elements, shape {shape:?} at {strides:?} \
+             needs {need:?}"
+        )));
+    }
+    if access == Access::Write && !rows_disjoint(layout) {
+        return Err(Error::invalid(format!(
+            "{who}: the rows of shape {shape:?} at {strides:?} overlap (each row is written)"
         )));
     }
     Ok(ffi::rlx_score_view {
         data: data.cast(),
         type_: T::TYPE,
         shape: shape.to_ffi(),
-        strides: shape.contiguous_strides(),
+        strides: strides.to_ffi(),
     })
 }
 
@@ -595,25 +718,33 @@ pub(crate) fn extent_of(shape: Shape) -> Extent {
 /// RLX executor's); kept scores are untouched; a bias is added instead.
 pub fn apply_mask<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     fill: f32,
 ) -> Result<(), Error> {
-    apply_mask_rows(scores, shape, mask, 0..shape.rows(), fill)
+    let layout = layout.into();
+    apply_mask_rows(scores, layout, mask, 0..layout.shape.rows(), fill)
 }
 
 /// [`apply_mask`] over the flattened rows `rows` only.
 pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     rows: Range<usize>,
     fill: f32,
 ) -> Result<(), Error> {
-    let v = view("apply_mask", scores.as_mut_ptr(), scores.len(), shape)?;
-    let m = mask.spec().to_ffi("apply_mask", extent_of(shape))?;
+    let layout = layout.into();
+    let v = view(
+        "apply_mask",
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
+    let m = mask.spec().to_ffi("apply_mask", extent_of(layout.shape))?;
     let r = row_range(rows);
-    // SAFETY: v covers exactly `scores`, m's arrays cover the tensor's
+    // SAFETY: v lies within `scores`, m's arrays cover the tensor's
     // extents; all outlive the call.
     check(unsafe { ffi::rlx_apply_mask(&v, &m, &r, fill) })
 }
@@ -627,22 +758,24 @@ pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
 /// written, if that fails).
 pub fn masked_softmax<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     options: SoftmaxOptions,
 ) -> Result<(), Error> {
-    masked_softmax_rows(scores, shape, mask, options, 0..shape.rows())
+    let layout = layout.into();
+    masked_softmax_rows(scores, layout, mask, options, 0..layout.shape.rows())
 }
 
 /// [`masked_softmax`] over the flattened rows `rows` only.
 pub fn masked_softmax_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
 ) -> Result<(), Error> {
-    softmax_in_place("masked_softmax", scores, shape, mask, options, rows, None)
+    let layout = layout.into();
+    softmax_in_place("masked_softmax", scores, layout, mask, options, rows, None)
 }
 
 /// [`masked_softmax_rows`] that also writes each row's log-sum-exp
@@ -652,7 +785,7 @@ pub fn masked_softmax_rows<T: ScoreElement, M: MaskLike>(
 /// `p = p_part * exp(lse_part - lse_total)`.
 pub fn masked_softmax_rows_lse<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
@@ -661,7 +794,7 @@ pub fn masked_softmax_rows_lse<T: ScoreElement, M: MaskLike>(
     softmax_in_place(
         "masked_softmax_rows_lse",
         scores,
-        shape,
+        layout.into(),
         mask,
         options,
         rows,
@@ -672,13 +805,20 @@ pub fn masked_softmax_rows_lse<T: ScoreElement, M: MaskLike>(
 fn softmax_in_place<T: ScoreElement, M: MaskLike>(
     who: &str,
     scores: &mut [T],
-    shape: Shape,
+    layout: Layout,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
     row_lse: Option<&mut [f32]>,
 ) -> Result<(), Error> {
-    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let shape = layout.shape;
+    let v = view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
     let m = mask.spec().to_ffi(who, extent_of(shape))?;
     let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
@@ -687,12 +827,12 @@ fn softmax_in_place<T: ScoreElement, M: MaskLike>(
     check(unsafe { ffi::rlx_masked_softmax(&v, &m, &o, &r) })
 }
 
-/// [`masked_softmax`] from `input` into `output` (same shape), rows `rows`;
-/// other rows of `output` are not written.
+/// [`masked_softmax`] from `input` into `output` (both laid out as
+/// `layout`), rows `rows`; other rows of `output` are not written.
 pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
@@ -701,7 +841,7 @@ pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
         "masked_softmax_into",
         input,
         output,
-        shape,
+        layout.into(),
         mask,
         options,
         rows,
@@ -715,7 +855,7 @@ pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
 pub fn masked_softmax_into_lse<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
@@ -725,7 +865,7 @@ pub fn masked_softmax_into_lse<T: ScoreElement, M: MaskLike>(
         "masked_softmax_into_lse",
         input,
         output,
-        shape,
+        layout.into(),
         mask,
         options,
         rows,
@@ -738,15 +878,28 @@ fn softmax_into<T: ScoreElement, M: MaskLike>(
     who: &str,
     input: &[T],
     output: &mut [T],
-    shape: Shape,
+    layout: Layout,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
     row_lse: Option<&mut [f32]>,
 ) -> Result<(), Error> {
+    let shape = layout.shape;
     // The library only reads through the input view's pointer.
-    let i = view(who, input.as_ptr() as *mut T, input.len(), shape)?;
-    let out = view(who, output.as_mut_ptr(), output.len(), shape)?;
+    let i = view(
+        who,
+        input.as_ptr() as *mut T,
+        input.len(),
+        layout,
+        Access::Read,
+    )?;
+    let out = view(
+        who,
+        output.as_mut_ptr(),
+        output.len(),
+        layout,
+        Access::Write,
+    )?;
     let m = mask.spec().to_ffi(who, extent_of(shape))?;
     let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
@@ -856,7 +1009,13 @@ pub fn merge_softmax_parts<T: ScoreElement>(
             )));
         }
         raw.push(ffi::rlx_softmax_part {
-            probs: view(who, part.probs.as_mut_ptr(), part.probs.len(), part.shape)?,
+            probs: view(
+                who,
+                part.probs.as_mut_ptr(),
+                part.probs.len(),
+                part.shape.into(),
+                Access::Write,
+            )?,
             row_lse: part.row_lse.as_ptr(),
         });
     }
@@ -960,19 +1119,21 @@ pub fn split_kept_keys(
 /// `keys.end > k_len`.
 pub fn masked_softmax_part<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     keys: Range<usize>,
     stats: &mut [SoftmaxPartStats],
     options: SoftmaxOptions,
 ) -> Result<(), Error> {
-    masked_softmax_part_rows(scores, shape, mask, keys, stats, options, 0..shape.rows())
+    let layout = layout.into();
+    let rows = 0..layout.shape.rows();
+    masked_softmax_part_rows(scores, layout, mask, keys, stats, options, rows)
 }
 
 /// [`masked_softmax_part`] over the flattened rows `rows` only.
 pub fn masked_softmax_part_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     keys: Range<usize>,
     stats: &mut [SoftmaxPartStats],
@@ -980,8 +1141,16 @@ pub fn masked_softmax_part_rows<T: ScoreElement, M: MaskLike>(
     rows: Range<usize>,
 ) -> Result<(), Error> {
     let who = "masked_softmax_part";
-    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
-    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    let layout = layout.into();
+    let v = view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
+    let shape = layout.shape;
+    // SAFETY: v lies within `scores`, borrowed mutably for the call.
     unsafe { softmax_part_raw(who, &v, shape, mask, keys, stats, options, rows) }
 }
 
@@ -1000,30 +1169,23 @@ pub fn masked_softmax_part_rows<T: ScoreElement, M: MaskLike>(
 /// parts.len()`, a NaN or `+inf` sink logit.
 pub fn finish_softmax_part<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     keys: Range<usize>,
     parts: &[&[SoftmaxPartStats]],
     part: usize,
     options: SoftmaxOptions,
 ) -> Result<(), Error> {
-    finish_softmax_part_rows(
-        scores,
-        shape,
-        mask,
-        keys,
-        parts,
-        part,
-        options,
-        0..shape.rows(),
-    )
+    let layout = layout.into();
+    let rows = 0..layout.shape.rows();
+    finish_softmax_part_rows(scores, layout, mask, keys, parts, part, options, rows)
 }
 
 /// [`finish_softmax_part`] over the flattened rows `rows` only.
 #[allow(clippy::too_many_arguments)]
 pub fn finish_softmax_part_rows<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     keys: Range<usize>,
     parts: &[&[SoftmaxPartStats]],
@@ -1032,8 +1194,16 @@ pub fn finish_softmax_part_rows<T: ScoreElement, M: MaskLike>(
     rows: Range<usize>,
 ) -> Result<(), Error> {
     let who = "finish_softmax_part";
-    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
-    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    let layout = layout.into();
+    let v = view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
+    let shape = layout.shape;
+    // SAFETY: v lies within `scores`, borrowed mutably for the call.
     unsafe { finish_part_raw(who, &v, shape, mask, keys, parts, part, options, rows, None) }
 }
 
@@ -1044,7 +1214,7 @@ pub fn finish_softmax_part_rows<T: ScoreElement, M: MaskLike>(
 #[allow(clippy::too_many_arguments)]
 pub fn finish_softmax_part_rows_lse<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     mask: &M,
     keys: Range<usize>,
     parts: &[&[SoftmaxPartStats]],
@@ -1054,9 +1224,17 @@ pub fn finish_softmax_part_rows_lse<T: ScoreElement, M: MaskLike>(
     row_lse: &mut [f32],
 ) -> Result<(), Error> {
     let who = "finish_softmax_part_rows_lse";
-    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let layout = layout.into();
+    let v = view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
+    let shape = layout.shape;
     let lse = Some(row_lse);
-    // SAFETY: v covers exactly `scores`, borrowed mutably for the call.
+    // SAFETY: v lies within `scores`, borrowed mutably for the call.
     unsafe { finish_part_raw(who, &v, shape, mask, keys, parts, part, options, rows, lse) }
 }
 
@@ -1172,23 +1350,32 @@ pub struct KeyPart<'a, T: ScoreElement> {
 }
 
 // SAFETY: a KeyPart is the exclusive right to the keys `keys` of every row
-// of a tensor borrowed mutably for 'a; the parts of one key_parts call have
-// disjoint key ranges, and the library reads and writes only the range it
-// is given, so parts on different threads touch disjoint memory.
+// of a tensor borrowed mutably for 'a, whose rows do not overlap (view
+// checks it); the parts of one key_parts call have disjoint key ranges, and
+// the library reads and writes only the range it is given, so parts on
+// different threads touch disjoint memory.
 unsafe impl<T: ScoreElement + Send> Send for KeyPart<'_, T> {}
 
-/// Splits the tensor `scores` (of `shape`) into parts by the key ranges
-/// `ranges` (e.g. [`split_kept_keys`] for part 0, 1, ...), which must be in
-/// order, disjoint and within `k_len`. Errors for a slice that does not
-/// cover the shape or ranges that are reversed, overlap or reach past
-/// `k_len`.
+/// Splits the tensor `scores` (laid out as `layout`) into parts by the key
+/// ranges `ranges` (e.g. [`split_kept_keys`] for part 0, 1, ...), which
+/// must be in order, disjoint and within `k_len`. Errors for a slice that
+/// does not cover the layout, rows that overlap, or ranges that are
+/// reversed, overlap or reach past `k_len`.
 pub fn key_parts<'a, T: ScoreElement>(
     scores: &'a mut [T],
-    shape: Shape,
+    layout: impl Into<Layout>,
     ranges: &[Range<usize>],
 ) -> Result<Vec<KeyPart<'a, T>>, Error> {
     let who = "key_parts";
-    let v = view(who, scores.as_mut_ptr(), scores.len(), shape)?;
+    let layout = layout.into();
+    let shape = layout.shape;
+    let v = view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )?;
     let mut previous_end = 0;
     for (i, r) in ranges.iter().enumerate() {
         if r.start > r.end || r.start < previous_end || r.end > shape.k_len {
@@ -1322,6 +1509,168 @@ mod tests {
         for row in p.chunks(4) {
             assert_eq!(row[1], 0.0);
             assert!((row[0] - 1.0 / 3.0).abs() < 1e-6);
+        }
+    }
+
+    /// `[batch, heads, q_len, k_len]` scores copied into a `[batch, q_len,
+    /// heads, k_len]` buffer whose rows are `pad` elements longer (filled
+    /// with `fill`), and that buffer's layout.
+    fn permuted<T: Copy>(s: &[T], shape: Shape, pad: usize, fill: T) -> (Vec<T>, Layout) {
+        let Shape {
+            batch,
+            heads,
+            q_len,
+            k_len,
+        } = shape;
+        let row = k_len + pad;
+        let strides = Strides {
+            batch: q_len * heads * row,
+            head: row,
+            row: heads * row,
+        };
+        let mut out = vec![fill; batch * q_len * heads * row];
+        for (r, chunk) in s.chunks(k_len).enumerate() {
+            let (b, h, q) = (r / (heads * q_len), r / q_len % heads, r % q_len);
+            let at = b * strides.batch + h * strides.head + q * strides.row;
+            out[at..at + k_len].copy_from_slice(chunk);
+        }
+        (out, Layout::new(shape, strides))
+    }
+
+    /// Equal, or within 4e-6 relative: the bound of these rows' probabilities
+    /// (docs/KERNELS.md) and a margin.
+    fn assert_close(got: &[f32], want: &[f32]) {
+        assert_eq!(got.len(), want.len());
+        for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+            assert!(
+                g == w || (g - w).abs() <= 4e-6 * w.abs(),
+                "element {i}: {g} vs {w}"
+            );
+        }
+    }
+
+    #[test]
+    fn strided_layouts_match_the_contiguous_tensor() {
+        // 2 batches x 3 heads x 4 queries x 21 keys, causal with ALiBi and
+        // a sink, against the same rows in a [b, q, h, k] buffer with 3
+        // elements of padding after each row.
+        let shape = Shape::new(2, 3, 4, 21);
+        let scores: Vec<f32> = (0..shape.rows() * 21)
+            .map(|i| ((i * 7919) % 97) as f32 / 13.0 - 3.0)
+            .collect();
+        let slopes = alibi_slopes(3, 8.0).unwrap();
+        let options = SoftmaxOptions::default()
+            .with_scale(0.7)
+            .with_alibi_slopes(&slopes);
+        let mask = Mask::Causal.with_sink_keys(2).with_window_keys(9);
+        let mut whole = scores.clone();
+        let mut lse = vec![0.0f32; shape.rows()];
+        masked_softmax_rows_lse(&mut whole, shape, &mask, options, 0..shape.rows(), &mut lse)
+            .unwrap();
+        let (mut strided, layout) = permuted(&scores, shape, 3, 42.0f32);
+        let mut strided_lse = vec![0.0f32; shape.rows()];
+        let rows = 0..shape.rows();
+        masked_softmax_rows_lse(&mut strided, layout, &mask, options, rows, &mut strided_lse)
+            .unwrap();
+        // Within the softmax bound (the vector splits follow each row's
+        // alignment); the padding untouched.
+        assert_close(&strided, &permuted(&whole, shape, 3, 42.0f32).0);
+        assert_close(&strided_lse, &lse);
+        // Out of place, and apply_mask, on the same layout.
+        let (input, _) = permuted(&scores, shape, 3, 42.0f32);
+        let mut out = vec![7.0f32; input.len()];
+        masked_softmax_into(&input, &mut out, layout, &mask, options, 0..shape.rows()).unwrap();
+        assert_close(&out, &permuted(&whole, shape, 3, 7.0f32).0);
+        let mut masked = scores.clone();
+        apply_mask(&mut masked, shape, &mask, -5.0).unwrap();
+        let (mut strided, _) = permuted(&scores, shape, 3, 42.0f32);
+        apply_mask(&mut strided, layout, &mask, -5.0).unwrap();
+        assert_eq!(strided, permuted(&masked, shape, 3, 42.0f32).0);
+        // A slice longer than the layout's span is fine; one short of it,
+        // or rows that overlap, are errors that write nothing.
+        let (mut longer, _) = permuted(&scores, shape, 3, 42.0f32);
+        longer.extend([9.0; 5]);
+        masked_softmax(&mut longer, layout, &mask, options).unwrap();
+        assert_eq!(longer[longer.len() - 5..], [9.0; 5]);
+        let (mut short, _) = permuted(&scores, shape, 3, 42.0f32);
+        let n = short.len() - 4; // the last row's padding is not needed
+        let e = masked_softmax(&mut short[..n], layout, &mask, options).unwrap_err();
+        assert!(e.message().contains(&format!("has {n} elements")), "{e}");
+        let unchanged = short.clone();
+        let overlapping = Layout::new(
+            shape,
+            Strides {
+                batch: 4 * 24 * 3,
+                head: 20, // below k_len 21: each head's rows overlap the next
+                row: 3 * 24,
+            },
+        );
+        let e = masked_softmax(&mut short, overlapping, &mask, options).unwrap_err();
+        assert!(e.message().contains("overlap"), "{e}");
+        let e = key_parts(&mut short, overlapping, &[0..10, 10..21]).unwrap_err();
+        assert!(e.message().starts_with("key_parts: "), "{e}");
+        assert_eq!(short, unchanged);
+    }
+
+    #[test]
+    fn strided_dense_masks_and_split_parts() {
+        // A keep mask of [1, 1, q_len, k_len] rows padded to 8 elements,
+        // broadcast over heads by a head stride of 0, on 2 heads x 2
+        // queries x 5 keys.
+        let shape = Shape::new(1, 2, 2, 5);
+        let keep = [
+            1.0f32, 0.0, 1.0, 1.0, 0.0, -1.0, -1.0, -1.0, //
+            0.0, 1.0, 1.0, 0.0, 1.0, -1.0, -1.0, -1.0,
+        ];
+        let dense = [1.0f32, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 1.0];
+        let strides = Strides {
+            batch: 16,
+            head: 0,
+            row: 8,
+        };
+        let mask = Mask::None
+            .with_keep(&keep, Shape::new(1, 1, 2, 5))
+            .with_strides(strides);
+        let want = Mask::None.with_keep(&dense, Shape::new(1, 1, 2, 5));
+        let scores: Vec<f32> = (0..20).map(|i| (i % 7) as f32 * 0.5).collect();
+        let (mut got, mut expected) = (scores.clone(), scores.clone());
+        masked_softmax(&mut got, shape, &mask, SoftmaxOptions::default()).unwrap();
+        masked_softmax(&mut expected, shape, &want, SoftmaxOptions::default()).unwrap();
+        assert_eq!(got, expected);
+        // The mask's span is 13 elements: 12 are too few.
+        let e = apply_mask(
+            &mut got,
+            shape,
+            &Mask::None
+                .with_keep(&keep[..12], Shape::new(1, 1, 2, 5))
+                .with_strides(strides),
+            0.0,
+        )
+        .unwrap_err();
+        assert!(e.message().contains("dense mask has 12"), "{e}");
+
+        // A decode row split in two parts in place, on a tensor whose rows
+        // are padded: the same as the unsplit rows of the contiguous one.
+        let (scores, shape, ranges, whole, _) = split_decode_case();
+        let (mask, options) = (split_mask(), split_options());
+        let (mut split, layout) = permuted(&scores, shape, 5, -1.0f32);
+        let mut stats = vec![vec![SoftmaxPartStats::default(); 2]; 2];
+        let mut parts = key_parts(&mut split, layout, &ranges).unwrap();
+        for (part, stats) in parts.iter_mut().zip(stats.iter_mut()) {
+            part.masked_softmax_part(&mask, stats, options, 0..2)
+                .unwrap();
+        }
+        let all: Vec<&[SoftmaxPartStats]> = stats.iter().map(|s| &s[..]).collect();
+        for (p, part) in parts.iter_mut().enumerate() {
+            part.finish_softmax_part(&mask, &all, p, options, 0..2, None)
+                .unwrap();
+        }
+        let expected = permuted(&whole, shape, 5, -1.0f32).0;
+        for (got, want) in split.iter().zip(&expected) {
+            assert!(
+                (got - want).abs() <= 2e-6 * want.abs().max(1e-3),
+                "{got} vs {want}"
+            );
         }
     }
 
