@@ -84,33 +84,14 @@ Options OptionsOf(const char* who, const Shape4& shape, float scale,
   return o;
 }
 
-py::object MaskedSoftmax(const py::object& scores,
-                         const std::optional<Mask>& mask, float scale,
-                         float softcap, const py::object& sink_logits,
-                         const py::object& alibi_slopes,
-                         const py::object& row_lse, bool zero_masked,
-                         const Rows& rows) {
-  constexpr const char* kWho = "masked_softmax";
-  const ArrayPtr a = Array::From(scores, kWho, "scores");
-  const ScoreView view = ScoreViewOf(*a, kWho, "scores", true);
-  const MaskSpec spec = MaskOr(mask).Bind(kWho, view.shape);
-  const Options o = OptionsOf(kWho, view.shape, scale, softcap, sink_logits,
-                              alibi_slopes, row_lse, zero_masked);
-  const RowRange range = RowsOf(rows, view.shape);
-  {
-    py::gil_scoped_release release;
-    masked_softmax(view, spec, o.options, range);
-  }
-  return scores;
-}
-
-py::object MaskedSoftmaxInto(const py::object& src, const py::object& out,
-                             const std::optional<Mask>& mask, float scale,
-                             float softcap, const py::object& sink_logits,
-                             const py::object& alibi_slopes,
-                             const py::object& row_lse, bool zero_masked,
-                             const Rows& rows) {
-  constexpr const char* kWho = "masked_softmax_into";
+// The softmax from src into out; `who` names the Python function in errors.
+py::object SoftmaxInto(const char* kWho, const py::object& src,
+                       const py::object& out, const std::optional<Mask>& mask,
+                       float scale, float softcap,
+                       const py::object& sink_logits,
+                       const py::object& alibi_slopes,
+                       const py::object& row_lse, bool zero_masked,
+                       const Rows& rows) {
   const ArrayPtr in_array = Array::From(src, kWho, "src");
   const ScoreView in = ScoreViewOf(*in_array, kWho, "src", false);
   const ArrayPtr out_array = Array::From(out, kWho, "out");
@@ -124,6 +105,42 @@ py::object MaskedSoftmaxInto(const py::object& src, const py::object& out,
     masked_softmax(in, out_view, spec, o.options, range);
   }
   return out;
+}
+
+py::object MaskedSoftmaxInto(const py::object& src, const py::object& out,
+                             const std::optional<Mask>& mask, float scale,
+                             float softcap, const py::object& sink_logits,
+                             const py::object& alibi_slopes,
+                             const py::object& row_lse, bool zero_masked,
+                             const Rows& rows) {
+  return SoftmaxInto("masked_softmax_into", src, out, mask, scale, softcap,
+                     sink_logits, alibi_slopes, row_lse, zero_masked, rows);
+}
+
+// In place, or into `out` when given (C++'s masked_softmax(in, out, ...)).
+py::object MaskedSoftmax(const py::object& scores,
+                         const std::optional<Mask>& mask, const py::object& out,
+                         float scale, float softcap,
+                         const py::object& sink_logits,
+                         const py::object& alibi_slopes,
+                         const py::object& row_lse, bool zero_masked,
+                         const Rows& rows) {
+  constexpr const char* kWho = "masked_softmax";
+  if (!out.is_none()) {
+    return SoftmaxInto(kWho, scores, out, mask, scale, softcap, sink_logits,
+                       alibi_slopes, row_lse, zero_masked, rows);
+  }
+  const ArrayPtr a = Array::From(scores, kWho, "scores");
+  const ScoreView view = ScoreViewOf(*a, kWho, "scores", true);
+  const MaskSpec spec = MaskOr(mask).Bind(kWho, view.shape);
+  const Options o = OptionsOf(kWho, view.shape, scale, softcap, sink_logits,
+                              alibi_slopes, row_lse, zero_masked);
+  const RowRange range = RowsOf(rows, view.shape);
+  {
+    py::gil_scoped_release release;
+    masked_softmax(view, spec, o.options, range);
+  }
+  return scores;
 }
 
 py::object ApplyMask(const py::object& scores, const Mask& mask, float fill,
@@ -630,18 +647,22 @@ void DefineModule(py::module_& m) {
 
   const float neg_inf = -std::numeric_limits<float>::infinity();
   m.def("masked_softmax", &MaskedSoftmax, "scores"_a, "mask"_a = py::none(),
-        py::kw_only(), "scale"_a = 1.0f, "softcap"_a = 0.0f,
-        "sink_logits"_a = py::none(), "alibi_slopes"_a = py::none(),
-        "row_lse"_a = py::none(), "zero_masked"_a = true, "rows"_a = py::none(),
+        py::kw_only(), "out"_a = py::none(), "scale"_a = 1.0f,
+        "softcap"_a = 0.0f, "sink_logits"_a = py::none(),
+        "alibi_slopes"_a = py::none(), "row_lse"_a = py::none(),
+        "zero_masked"_a = true, "rows"_a = py::none(),
         "p = softmax(mask(softcap(scale * s))) per row, in place; returns "
-        "scores. rows=(begin, end) over batch * heads * q_len.");
+        "scores. With out=, from scores into out instead (same shape and "
+        "dtype; may be the same memory) and returns out. rows=(begin, end) "
+        "over batch * heads * q_len.");
   m.def("masked_softmax_into", &MaskedSoftmaxInto, "src"_a, "out"_a,
         "mask"_a = py::none(), py::kw_only(), "scale"_a = 1.0f,
         "softcap"_a = 0.0f, "sink_logits"_a = py::none(),
         "alibi_slopes"_a = py::none(), "row_lse"_a = py::none(),
         "zero_masked"_a = true, "rows"_a = py::none(),
-        "masked_softmax from src into out (same shape and dtype; may be the "
-        "same memory); returns out.");
+        "masked_softmax(src, mask, out=out) under the C API's name: from "
+        "src into out (same shape and dtype; may be the same memory); "
+        "returns out.");
   m.def("apply_mask", &ApplyMask, "scores"_a, "mask"_a, py::kw_only(),
         "fill"_a = neg_inf, "rows"_a = py::none(),
         "Masked scores become fill (a bias is added instead), in place; "

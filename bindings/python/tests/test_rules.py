@@ -249,6 +249,12 @@ def test_masked_softmax_into(target, flavor, case_name, rng):
     ref, _ = reference_softmax(s, case, scale=0.7)
     keep, _ = reference_keep(case, shape)
     check_probs(view, ref, keep, dtype_of(flavor))
+    # masked_softmax(src, mask, out=...) is the same call (C++'s in -> out
+    # overload of masked_softmax).
+    view2, _ = run_in_place(
+        lambda out: rlx.masked_softmax(src, spec, out=out, scale=0.7),
+        flavor, shape, rng)
+    assert np.array_equal(raw_bytes(view2), raw_bytes(view))
     # Aliased exactly: the same as in place.
     rlx.masked_softmax_into(src, src, spec, scale=0.7)
     check_probs(src, ref, keep, dtype_of(flavor))
