@@ -699,6 +699,21 @@ fn view<T: ScoreElement>(
     })
 }
 
+/// [`view`] of a score tensor the call writes.
+fn view_mut<T: ScoreElement>(
+    who: &str,
+    scores: &mut [T],
+    layout: Layout,
+) -> Result<ffi::rlx_score_view, Error> {
+    view(
+        who,
+        scores.as_mut_ptr(),
+        scores.len(),
+        layout,
+        Access::Write,
+    )
+}
+
 fn row_range(rows: Range<usize>) -> ffi::rlx_row_range {
     ffi::rlx_row_range {
         begin: rows.start,
@@ -735,13 +750,7 @@ pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
     fill: f32,
 ) -> Result<(), Error> {
     let layout = layout.into();
-    let v = view(
-        "apply_mask",
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut("apply_mask", scores, layout)?;
     let m = mask.spec().to_ffi("apply_mask", extent_of(layout.shape))?;
     let r = row_range(rows);
     // SAFETY: v lies within `scores`, m's arrays cover the tensor's
@@ -812,13 +821,7 @@ fn softmax_in_place<T: ScoreElement, M: MaskLike>(
     row_lse: Option<&mut [f32]>,
 ) -> Result<(), Error> {
     let shape = layout.shape;
-    let v = view(
-        who,
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut(who, scores, layout)?;
     let m = mask.spec().to_ffi(who, extent_of(shape))?;
     let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
@@ -893,13 +896,7 @@ fn softmax_into<T: ScoreElement, M: MaskLike>(
         layout,
         Access::Read,
     )?;
-    let out = view(
-        who,
-        output.as_mut_ptr(),
-        output.len(),
-        layout,
-        Access::Write,
-    )?;
+    let out = view_mut(who, output, layout)?;
     let m = mask.spec().to_ffi(who, extent_of(shape))?;
     let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
@@ -1009,13 +1006,7 @@ pub fn merge_softmax_parts<T: ScoreElement>(
             )));
         }
         raw.push(ffi::rlx_softmax_part {
-            probs: view(
-                who,
-                part.probs.as_mut_ptr(),
-                part.probs.len(),
-                part.shape.into(),
-                Access::Write,
-            )?,
+            probs: view_mut(who, part.probs, part.shape.into())?,
             row_lse: part.row_lse.as_ptr(),
         });
     }
@@ -1142,13 +1133,7 @@ pub fn masked_softmax_part_rows<T: ScoreElement, M: MaskLike>(
 ) -> Result<(), Error> {
     let who = "masked_softmax_part";
     let layout = layout.into();
-    let v = view(
-        who,
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut(who, scores, layout)?;
     let shape = layout.shape;
     // SAFETY: v lies within `scores`, borrowed mutably for the call.
     unsafe { softmax_part_raw(who, &v, shape, mask, keys, stats, options, rows) }
@@ -1195,13 +1180,7 @@ pub fn finish_softmax_part_rows<T: ScoreElement, M: MaskLike>(
 ) -> Result<(), Error> {
     let who = "finish_softmax_part";
     let layout = layout.into();
-    let v = view(
-        who,
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut(who, scores, layout)?;
     let shape = layout.shape;
     // SAFETY: v lies within `scores`, borrowed mutably for the call.
     unsafe { finish_part_raw(who, &v, shape, mask, keys, parts, part, options, rows, None) }
@@ -1225,13 +1204,7 @@ pub fn finish_softmax_part_rows_lse<T: ScoreElement, M: MaskLike>(
 ) -> Result<(), Error> {
     let who = "finish_softmax_part_rows_lse";
     let layout = layout.into();
-    let v = view(
-        who,
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut(who, scores, layout)?;
     let shape = layout.shape;
     let lse = Some(row_lse);
     // SAFETY: v lies within `scores`, borrowed mutably for the call.
@@ -1369,13 +1342,7 @@ pub fn key_parts<'a, T: ScoreElement>(
     let who = "key_parts";
     let layout = layout.into();
     let shape = layout.shape;
-    let v = view(
-        who,
-        scores.as_mut_ptr(),
-        scores.len(),
-        layout,
-        Access::Write,
-    )?;
+    let v = view_mut(who, scores, layout)?;
     let mut previous_end = 0;
     for (i, r) in ranges.iter().enumerate() {
         if r.start > r.end || r.start < previous_end || r.end > shape.k_len {
