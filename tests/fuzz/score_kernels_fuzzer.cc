@@ -106,12 +106,34 @@ struct Case {
   std::vector<float> scores;         // contiguous [b, h, q, k]
 };
 
-// Sets a dense part of kind `dense` (any but kNone) with values drawn from
-// `r`: the mask's own kind when `as_kind`, else on top of c.mask's rules.
-// Each of batch, heads and q is the scores' extent or 1 (broadcast).
-void DrawDense(Reader& r, Case& c, DenseKind dense, bool as_kind) {
-  const Shape4 m{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
-                 r.Bit() ? c.shape.q_len : 1, c.shape.k_len};
+// A broadcast of the dense part `mask` (whose data has the extents of
+// mask.shape) given instead by zero strides at the scores' extents, on
+// every broadcast axis, when k_len % 3 == 0: a third of the cases, chosen
+// from what was drawn already, so that the corpus's inputs decode as before.
+void BroadcastByZeroStrides(const Case& c, bool bits, MaskSpec& mask) {
+  if (c.shape.k_len % 3 != 0) return;
+  Shape4& m = mask.shape;
+  const std::size_t row = bits ? (m.k_len + 63) / 64 : m.k_len;
+  Strides3 s{m.heads * m.q_len * row, m.q_len * row, row};
+  if (m.batch == 1) {
+    s.batch = 0;
+    m.batch = c.shape.batch;
+  }
+  if (m.heads == 1) {
+    s.head = 0;
+    m.heads = c.shape.heads;
+  }
+  if (m.q_len == 1) {
+    s.row = 0;
+    m.q_len = c.shape.q_len;
+  }
+  mask.strides = s;
+}
+
+// The values of a dense part of kind `dense` and extents `m`, and c.mask
+// with it (DrawDense).
+void DrawDenseValues(Reader& r, Case& c, DenseKind dense, bool as_kind,
+                     const Shape4& m) {
   const std::size_t rows = m.batch * m.heads * m.q_len;
   const std::size_t n = rows * m.k_len;
   switch (dense) {
@@ -168,6 +190,17 @@ void DrawDense(Reader& r, Case& c, DenseKind dense, bool as_kind) {
                        : c.mask.with_bias(c.dense.data(), m);
       return;
   }
+}
+
+// Sets a dense part of kind `dense` (any but kNone) with values drawn from
+// `r`: the mask's own kind when `as_kind`, else on top of c.mask's rules.
+// Each of batch, heads and q is the scores' extent or 1 (broadcast), or the
+// same broadcast by a zero stride (BroadcastByZeroStrides).
+void DrawDense(Reader& r, Case& c, DenseKind dense, bool as_kind) {
+  const Shape4 m{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
+                 r.Bit() ? c.shape.q_len : 1, c.shape.k_len};
+  DrawDenseValues(r, c, dense, as_kind, m);
+  BroadcastByZeroStrides(c, dense == DenseKind::kKeepBits, c.mask);
 }
 
 // A logical position near the keys: [-3, k_len + 3).
@@ -380,8 +413,10 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
   const Shape4& m = mk.shape;
-  std::fprintf(stderr, "\n  dense [%zu, %zu, %zu, %zu]:", m.batch, m.heads,
-               m.q_len, m.k_len);
+  std::fprintf(stderr,
+               "\n  dense [%zu, %zu, %zu, %zu] strides {%zu, %zu, %zu}:",
+               m.batch, m.heads, m.q_len, m.k_len, mk.strides.batch,
+               mk.strides.head, mk.strides.row);
   for (std::size_t i = 0; i < c.dense.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.dense[i]);
   }
