@@ -122,12 +122,14 @@ typedef struct rlx_bucketed_cache rlx_bucketed_cache;
 /* Builds the artifact of a bucket whose compile extent is `upper` into
  * *artifact (which may be NULL) and returns RLX_OK, or returns another
  * status, which the rlx_bucketed_cache_get that asked returns, caching
- * nothing. Called at most once per bucket until that bucket is dropped. */
+ * nothing (*artifact is then ignored: release what was made before
+ * failing). Called at most once per bucket until that bucket is dropped.
+ * The build and release functions must not call into the same cache. */
 typedef rlx_status (*rlx_cache_build_fn)(uint64_t upper, void* user,
                                          void** artifact);
 
-/* Releases an artifact that the build function made, when the cache drops
- * it (rlx_bucketed_cache_retain_only, _clear, _free). */
+/* Releases an artifact that the build function made (NULL ones too), when
+ * the cache drops it (rlx_bucketed_cache_retain_only, _clear, _free). */
 typedef void (*rlx_cache_release_fn)(void* artifact, void* user);
 
 /* A cache over a copy of `ladder` (the ladder may be freed afterwards) that
@@ -145,7 +147,9 @@ RLX_ATTN_MASK_API void rlx_bucketed_cache_free(rlx_bucketed_cache* cache);
 /* Routes `key` to its bucket, builds that bucket's artifact on first use,
  * and writes the bucket's upper and its artifact. A key that routes to no
  * bucket is RLX_INVALID_ARGUMENT, building nothing; a build that fails
- * returns its status, caching nothing. Either way nothing is written. The
+ * returns its status, caching nothing, and rlx_last_error() then names the
+ * bucket and the status (any message the build left is replaced). Either
+ * way nothing is written. The
  * artifact stays the cache's, valid until its bucket is dropped. Requires
  * non-NULL cache, upper and artifact. */
 RLX_ATTN_MASK_API rlx_status rlx_bucketed_cache_get(rlx_bucketed_cache* cache,
@@ -323,8 +327,10 @@ typedef enum {
  * structured kind; a mask has at most one. It reads `data` with extents
  * `shape` (each the scores' extent or 1 = broadcast, k_len always the
  * scores') at `strides` (elements; KEEP_BITS: words, a contiguous row being
- * ceil(k_len / 64) words, see rlx_keep_bits_strides). RLX passes keep masks
- * as [batch, 1, 1, k_len].
+ * ceil(k_len / 64) words, see rlx_keep_bits_strides). A zero stride
+ * broadcasts too, on any axis; any other row stride must hold a row when
+ * the part's q_len is above 1. RLX passes keep masks as [batch, 1, 1,
+ * k_len].
  *
  * Rows whose kept set is a few key intervals (implicit key positions, no
  * segments, no dense part) are computed from those intervals alone, never

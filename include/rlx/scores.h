@@ -120,8 +120,9 @@ enum class DenseKind : std::uint8_t {
 //
 // Dense parts read a tensor whose extents are each either the score
 // tensor's or 1 (broadcast; its stride is then ignored), with k_len always
-// the scores' k_len. RLX passes keep masks as [batch, 1, 1, k_len]. A mask has
-// at most one dense part.
+// the scores' k_len. A zero stride broadcasts too, on any axis; any other
+// row stride must hold a row when the part's q_len is above 1. RLX passes
+// keep masks as [batch, 1, 1, k_len]. A mask has at most one dense part.
 //
 // Rows whose kept set is a few key intervals (implicit key positions, no
 // segments, no dense part) are computed from those intervals alone; explicit

@@ -7,6 +7,8 @@ executor keeps one compiled plan per bucket and builds it the first time a
 key routes there. Not thread-safe: share one across threads under a lock.
 """
 
+import operator
+
 from ._core import BucketLadder
 
 
@@ -48,6 +50,7 @@ class BucketedCache:
     def is_built(self, index):
         """Whether bucket ``index`` holds a built artifact (False for an
         index that is not a bucket)."""
+        index = operator.index(index)
         return 0 <= index < len(self._built) and self._built[index]
 
     def built_count(self):
@@ -56,7 +59,9 @@ class BucketedCache:
     def retain_only(self, index):
         """Drops every artifact but bucket ``index``'s (memory pressure:
         keep the bucket in use). ValueError, dropping nothing, if ``index``
-        is not a bucket of the ladder."""
+        is not a bucket of the ladder (TypeError for a non-integer), dropping
+        nothing."""
+        index = operator.index(index)
         if not 0 <= index < len(self._built):
             raise ValueError(f"BucketedCache.retain_only: index {index} is "
                              "not below the bucket count "

@@ -84,16 +84,17 @@ Options OptionsOf(const char* who, const Shape4& shape, float scale,
   return o;
 }
 
-// The softmax from src into out; `who` names the Python function in errors.
-py::object SoftmaxInto(const char* kWho, const py::object& src,
-                       const py::object& out, const std::optional<Mask>& mask,
-                       float scale, float softcap,
-                       const py::object& sink_logits,
+// The softmax from src into out; errors name the Python function `kWho`
+// and its argument `src_name`.
+py::object SoftmaxInto(const char* kWho, const char* src_name,
+                       const py::object& src, const py::object& out,
+                       const std::optional<Mask>& mask, float scale,
+                       float softcap, const py::object& sink_logits,
                        const py::object& alibi_slopes,
                        const py::object& row_lse, bool zero_masked,
                        const Rows& rows) {
-  const ArrayPtr in_array = Array::From(src, kWho, "src");
-  const ScoreView in = ScoreViewOf(*in_array, kWho, "src", false);
+  const ArrayPtr in_array = Array::From(src, kWho, src_name);
+  const ScoreView in = ScoreViewOf(*in_array, kWho, src_name, false);
   const ArrayPtr out_array = Array::From(out, kWho, "out");
   const ScoreView out_view = ScoreViewOf(*out_array, kWho, "out", true);
   const MaskSpec spec = MaskOr(mask).Bind(kWho, in.shape);
@@ -113,8 +114,9 @@ py::object MaskedSoftmaxInto(const py::object& src, const py::object& out,
                              const py::object& alibi_slopes,
                              const py::object& row_lse, bool zero_masked,
                              const Rows& rows) {
-  return SoftmaxInto("masked_softmax_into", src, out, mask, scale, softcap,
-                     sink_logits, alibi_slopes, row_lse, zero_masked, rows);
+  return SoftmaxInto("masked_softmax_into", "src", src, out, mask, scale,
+                     softcap, sink_logits, alibi_slopes, row_lse, zero_masked,
+                     rows);
 }
 
 // In place, or into `out` when given (C++'s masked_softmax(in, out, ...)).
@@ -127,8 +129,8 @@ py::object MaskedSoftmax(const py::object& scores,
                          const Rows& rows) {
   constexpr const char* kWho = "masked_softmax";
   if (!out.is_none()) {
-    return SoftmaxInto(kWho, scores, out, mask, scale, softcap, sink_logits,
-                       alibi_slopes, row_lse, zero_masked, rows);
+    return SoftmaxInto(kWho, "scores", scores, out, mask, scale, softcap,
+                       sink_logits, alibi_slopes, row_lse, zero_masked, rows);
   }
   const ArrayPtr a = Array::From(scores, kWho, "scores");
   const ScoreView view = ScoreViewOf(*a, kWho, "scores", true);

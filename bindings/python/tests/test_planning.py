@@ -337,6 +337,8 @@ def test_bucketed_cache_builds_each_bucket_once():
     assert cache.get(9) == (16, "plan@16")
     with pytest.raises(ValueError, match="index 4"):
         cache.retain_only(4)
+    with pytest.raises(TypeError):
+        cache.retain_only(1.5)
     assert cache.built_count() == 3
     cache.retain_only(1)
     assert cache.built_count() == 1 and cache.is_built(1)

@@ -223,10 +223,12 @@ mod private {
 
 /// A mask kind (docs/SEMANTICS.md, "Mask rules over logical positions"). Structured
 /// kinds are computed per row as a few kept key intervals; dense kinds read
-/// a contiguous tensor of `Shape` (each extent the scores' or 1 =
-/// broadcast; k_len the scores'). The rules (windows counted the peers'
-/// way, chunks, sinks, prefixes, segments, explicit positions, a dense part
-/// on top) are added with the `with_*` builders, which give a [`MaskSpec`].
+/// a tensor of `Shape` (each extent the scores' or 1 = broadcast; k_len the
+/// scores'), contiguous unless `with_strides` gives its strides (ignored,
+/// as in C++, when the mask has no dense data). The rules (windows counted
+/// the peers' way, chunks, sinks, prefixes, segments, explicit positions, a
+/// dense part on top) are added with the `with_*` builders, which give a
+/// [`MaskSpec`].
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Mask<'a> {
