@@ -14,7 +14,7 @@
 #   --quick       short run (under a minute after the build): 0.01 s per
 #                 benchmark, one repetition, f32 workloads only, AVX3/AVX2
 #                 class targets (RLX_BENCH_TARGETS overrides), no reference
-#                 on prefill. The full run takes ~6 minutes on 2 cores.
+#                 on prefill. The full run takes ~12 minutes on 2 cores.
 #   --no-install  skip apt (for machines without root; needs the packages)
 #   BENCHMARK_ARGS are passed to rlx_attn_bench last, e.g.
 #                 -- --benchmark_filter=masked_softmax/D2
