@@ -116,6 +116,36 @@ impl From<Shape> for Layout {
     }
 }
 
+/// Where [`masked_softmax_into`]'s input and output rows are: one layout for
+/// both (from a [`Shape`] or a [`Layout`]), or `(input, output)`, layouts of
+/// the same shape with strides of their own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct InOutLayouts {
+    pub input: Layout,
+    pub output: Layout,
+}
+
+impl From<Layout> for InOutLayouts {
+    fn from(layout: Layout) -> Self {
+        InOutLayouts {
+            input: layout,
+            output: layout,
+        }
+    }
+}
+
+impl From<Shape> for InOutLayouts {
+    fn from(shape: Shape) -> Self {
+        Layout::from(shape).into()
+    }
+}
+
+impl From<(Layout, Layout)> for InOutLayouts {
+    fn from((input, output): (Layout, Layout)) -> Self {
+        InOutLayouts { input, output }
+    }
+}
+
 /// The elements a slice needs for rows of `row_len` elements at `strides`:
 /// one past the last row's last element (0 for an empty extent, which the
 /// library rejects); None on overflow.
@@ -832,12 +862,14 @@ fn softmax_in_place<T: ScoreElement, M: MaskLike>(
     check(unsafe { ffi::rlx_masked_softmax(&v, &m, &o, &r) })
 }
 
-/// [`masked_softmax`] from `input` into `output` (both laid out as
-/// `layout`), rows `rows`; other rows of `output` are not written.
+/// [`masked_softmax`] from `input` into `output`, rows `rows`; other rows
+/// of `output` are not written. `layouts`: one [`Shape`] or [`Layout`] for
+/// both, or `(input_layout, output_layout)` (the same shape, strides of
+/// their own).
 pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
-    layout: impl Into<Layout>,
+    layouts: impl Into<InOutLayouts>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
@@ -846,7 +878,7 @@ pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
         "masked_softmax_into",
         input,
         output,
-        layout.into(),
+        layouts.into(),
         mask,
         options,
         rows,
@@ -860,7 +892,7 @@ pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
 pub fn masked_softmax_into_lse<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
-    layout: impl Into<Layout>,
+    layouts: impl Into<InOutLayouts>,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
@@ -870,7 +902,7 @@ pub fn masked_softmax_into_lse<T: ScoreElement, M: MaskLike>(
         "masked_softmax_into_lse",
         input,
         output,
-        layout.into(),
+        layouts.into(),
         mask,
         options,
         rows,
@@ -883,22 +915,23 @@ fn softmax_into<T: ScoreElement, M: MaskLike>(
     who: &str,
     input: &[T],
     output: &mut [T],
-    layout: Layout,
+    layouts: InOutLayouts,
     mask: &M,
     options: SoftmaxOptions,
     rows: Range<usize>,
     row_lse: Option<&mut [f32]>,
 ) -> Result<(), Error> {
-    let shape = layout.shape;
+    // The library checks that the two shapes agree.
+    let shape = layouts.input.shape;
     // The library only reads through the input view's pointer.
     let i = view(
         who,
         input.as_ptr() as *mut T,
         input.len(),
-        layout,
+        layouts.input,
         Access::Read,
     )?;
-    let out = view_mut(who, output, layout)?;
+    let out = view_mut(who, output, layouts.output)?;
     let m = mask.spec().to_ffi(who, extent_of(shape))?;
     let o = options.to_ffi(who, shape, row_lse)?;
     let r = row_range(rows);
@@ -1550,6 +1583,34 @@ mod tests {
         let mut out = vec![7.0f32; input.len()];
         masked_softmax_into(&input, &mut out, layout, &mask, options, 0..shape.rows()).unwrap();
         assert_close(&out, &permuted(&whole, shape, 3, 7.0f32).0);
+        // The input contiguous, the output padded: layouts of their own.
+        let mut out = vec![7.0f32; input.len()];
+        let rows = 0..shape.rows();
+        let mut lse_into = vec![0.0f32; shape.rows()];
+        masked_softmax_into_lse(
+            &scores,
+            &mut out,
+            (Layout::from(shape), layout),
+            &mask,
+            options,
+            rows,
+            &mut lse_into,
+        )
+        .unwrap();
+        assert_close(&out, &permuted(&whole, shape, 3, 7.0f32).0);
+        assert_close(&lse_into, &lse);
+        // Input rows of 20 keys (at a stride of 21): the shapes differ.
+        let other = Layout::new(
+            Shape::new(2, 3, 4, 20),
+            Strides {
+                batch: 252,
+                head: 84,
+                row: 21,
+            },
+        );
+        let e = masked_softmax_into(&scores, &mut out, (other, layout), &mask, options, 0..1)
+            .unwrap_err();
+        assert!(e.message().contains("differs"), "{e}");
         let mut masked = scores.clone();
         apply_mask(&mut masked, shape, &mask, -5.0).unwrap();
         let (mut strided, _) = permuted(&scores, shape, 3, 42.0f32);
