@@ -163,8 +163,8 @@ RLX_ATTN_MASK_API rlx_status rlx_bucketed_cache_is_built(
     const rlx_bucketed_cache* cache, size_t index, bool* built);
 
 /* Writes how many buckets hold a built artifact. */
-RLX_ATTN_MASK_API rlx_status rlx_bucketed_cache_built_count(
-    const rlx_bucketed_cache* cache, size_t* count);
+RLX_ATTN_MASK_API rlx_status
+rlx_bucketed_cache_built_count(const rlx_bucketed_cache* cache, size_t* count);
 
 /* Releases every artifact except bucket `index`'s (memory pressure: keep
  * the bucket in use). An index that is not a bucket of the ladder is
@@ -173,7 +173,8 @@ RLX_ATTN_MASK_API rlx_status
 rlx_bucketed_cache_retain_only(rlx_bucketed_cache* cache, size_t index);
 
 /* Releases every artifact. */
-RLX_ATTN_MASK_API rlx_status rlx_bucketed_cache_clear(rlx_bucketed_cache* cache);
+RLX_ATTN_MASK_API rlx_status
+rlx_bucketed_cache_clear(rlx_bucketed_cache* cache);
 
 /* ------------------------------------------------------------------------ */
 /* Decode masks (rlx/attn_mask.h)                                           */
