@@ -58,8 +58,8 @@ class BucketedCache:
 
     def retain_only(self, index):
         """Drops every artifact but bucket ``index``'s (memory pressure:
-        keep the bucket in use). ValueError, dropping nothing, if ``index``
-        is not a bucket of the ladder (TypeError for a non-integer), dropping
+        keep the bucket in use). ValueError if ``index`` is not a bucket of
+        the ladder, TypeError if it is not an integer; either drops
         nothing."""
         index = operator.index(index)
         if not 0 <= index < len(self._built):
