@@ -284,6 +284,25 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // maps' loops, in this order too, gained nothing on AVX2 (P2w 1.077).
 constexpr bool kExpsBeforeStores = HWY_TARGET == HWY_AVX2;
 
+// One step of four vectors from key k in that order: exp_of(k + i N) for
+// i = 0..3, then their stores to out + k + i N, then each added into its
+// own sum s_i.
+template <class DF, class ExpOfKey, class V = hn::Vec<DF>>
+HWY_INLINE void ExpsThenStores(DF df, const ExpOfKey& exp_of, float* out,
+                               std::size_t k, V& s0, V& s1, V& s2, V& s3) {
+  const std::size_t N = hn::Lanes(df);
+  const V e0 = exp_of(k), e1 = exp_of(k + N), e2 = exp_of(k + 2 * N),
+          e3 = exp_of(k + 3 * N);
+  hn::StoreU(e0, df, out + k);
+  hn::StoreU(e1, df, out + k + N);
+  hn::StoreU(e2, df, out + k + 2 * N);
+  hn::StoreU(e3, df, out + k + 3 * N);
+  s0 = hn::Add(s0, e0);
+  s1 = hn::Add(s1, e1);
+  s2 = hn::Add(s2, e2);
+  s3 = hn::Add(s3, e3);
+}
+
 // Pass 2: work = exp(t - max), masked lanes 0, where t is the transformed
 // (and biased) score; adds them to the row's sums. The exp is taken in base 2.
 // Without softcap and bias (kPlain), its argument (x scale - max) log2 e is one
@@ -382,20 +401,12 @@ HWY_INLINE void SegmentExp(DF df, const Segment& seg, const Source& row_src,
     for (std::size_t step = 0; step < kBlock && k + 4 * N <= n;
          ++step, k += 4 * N) {
       if constexpr (kExpsBeforeStores) {
-        const auto e0 = exp_at(hn::LoadU(df, in + k), src, k0 + k);
-        const auto e1 = exp_at(hn::LoadU(df, in + k + N), src, k0 + k + N);
-        const auto e2 =
-            exp_at(hn::LoadU(df, in + k + 2 * N), src, k0 + k + 2 * N);
-        const auto e3 =
-            exp_at(hn::LoadU(df, in + k + 3 * N), src, k0 + k + 3 * N);
-        hn::StoreU(e0, df, work + k);
-        hn::StoreU(e1, df, work + k + N);
-        hn::StoreU(e2, df, work + k + 2 * N);
-        hn::StoreU(e3, df, work + k + 3 * N);
-        sum0 = hn::Add(sum0, e0);
-        sum1 = hn::Add(sum1, e1);
-        sum2 = hn::Add(sum2, e2);
-        sum3 = hn::Add(sum3, e3);
+        ExpsThenStores(
+            df,
+            [&](std::size_t i) RLX_INLINE_LAMBDA {
+              return exp_at(hn::LoadU(df, in + i), src, k0 + i);
+            },
+            work, k, sum0, sum1, sum2, sum3);
       } else {
         sum0 = hn::Add(sum0, exp_store(k));
         sum1 = hn::Add(sum1, exp_store(k + N));
