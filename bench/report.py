@@ -32,7 +32,9 @@ STATISTICS = {"min": min, "median": statistics.median}
 SOFTMAX_KERNELS = ("masked_softmax", "rlx_loop", "reference", "onednn_softmax",
                    "onednn_masked_softmax", "xnnpack_softmax",
                    "xnnpack_kept_softmax")
-FLOORS = ("copy_floor", "exp_floor", "touch_floor", "kept_softmax_floor")
+FLOORS = ("copy_floor", "exp_floor", "touch_floor", "kept_softmax_floor",
+          "kept_softmax_floor_unaligned", "kept_softmax_floor_in_place",
+          "kept_softmax_floor_contract")
 # Kernels read against touch_floor: in place on the workload's rows, reading
 # every kept key and writing every key, as it does (apply_mask writes only
 # the masked keys of a structured mask: its floor is lower); and against
