@@ -504,6 +504,7 @@ def chart(idx, workloads, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     panels = []
     for w in workloads:
@@ -538,6 +539,9 @@ def chart(idx, workloads, path):
         values = [b[1] for b in bs][::-1]
         ax.barh(labels, values, color=[colors[b[2]] for b in bs][::-1])
         ax.set_xscale("log")
+        # No labels on minor ticks: within one decade matplotlib labels
+        # them too, and they overlap.
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_title(w, fontsize=10)
         ax.tick_params(axis="y", labelsize=7)
         ax.tick_params(axis="x", labelsize=7)
