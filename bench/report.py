@@ -301,7 +301,7 @@ def bars(idx):
         d2 = idx.time("masked_softmax", "D2", t, rows)
         full = idx.time("masked_softmax", "D2full", t, rows)
         if d2 and full:
-            table += (f"\n\nCompute alone ({rows}: those rows only, in L1 "
+            table += (f"\n\nCompute alone ({rows}: those rows only, in cache "
                       f"between calls): masked_softmax/D2/{t}/{rows} ÷ "
                       f"masked_softmax/D2full/{t}/{rows} = {d2 / full:.2f}.")
     return table
