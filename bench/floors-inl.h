@@ -139,12 +139,13 @@ HWY_INLINE void FourAtATime(D d, std::size_t n, const F& f) {
 }
 
 // The maximum of the n values load(0), load(N), ... (vectors of N; the last
-// one's lanes past n ignored), with four accumulators.
+// one's lanes past n ignored) and of init's lanes, with four accumulators.
 template <class D, class Load>
-HWY_INLINE float MaxOfRow(D d, std::size_t n, const Load& load) {
+HWY_INLINE float MaxOfRow(D d, std::size_t n, const Load& load,
+                          hn::Vec<D> init) {
   const std::size_t N = hn::Lanes(d);
   const auto neg_inf = hn::Set(d, -HUGE_VALF);
-  auto m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
+  auto m0 = init, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     m0 = hn::Max(m0, load(i));
@@ -161,11 +162,11 @@ HWY_INLINE float MaxOfRow(D d, std::size_t n, const Load& load) {
 }
 
 // out[k] = exp(in[k] - max) for k < n (in may be out), four vectors per step
-// and two f32 sums; returns the sum. The last vector is stored whole, its
-// lanes past n zero.
+// and two f32 sums; returns the sum (plus init's lanes). The last vector is
+// stored whole, its lanes past n zero.
 template <class D>
 HWY_INLINE float ExpStoreSum(D d, const float* in, float* out, std::size_t n,
-                             float max) {
+                             float max, hn::Vec<D> init) {
   const std::size_t N = hn::Lanes(d);
   const auto log2e = hn::Set(d, 1.44269504088896341f);
   const auto bias = hn::Set(d, -max * 1.44269504088896341f);
@@ -173,7 +174,7 @@ HWY_INLINE float ExpStoreSum(D d, const float* in, float* out, std::size_t n,
     return rlx::HWY_NAMESPACE::SoftmaxExp2(
         d, hn::MulAdd(hn::LoadU(d, in + k), log2e, bias));
   };
-  auto s0 = hn::Zero(d), s1 = hn::Zero(d);
+  auto s0 = init, s1 = hn::Zero(d);
   std::size_t i = 0;
   for (; i + 4 * N <= n; i += 4 * N) {
     const auto e0 = exp(i), e1 = exp(i + N), e2 = exp(i + 2 * N),
@@ -210,13 +211,70 @@ HWY_INLINE float ExpStoreSum(D d, const float* in, float* out, std::size_t n,
 template <class D>
 HWY_INLINE void PlainSoftmaxRow(D d, float* HWY_RESTRICT row, std::size_t n) {
   const float max = MaxOfRow(
-      d, n, [&](std::size_t k) __attribute__((always_inline)) {
-        return hn::LoadU(d, row + k);
-      });
-  const auto inv = hn::Set(d, 1.0f / ExpStoreSum(d, row, row, n, max));
+      d, n,
+      [&](std::size_t k)
+          __attribute__((always_inline)) { return hn::LoadU(d, row + k); },
+      hn::Set(d, -HUGE_VALF));
+  const auto inv =
+      hn::Set(d, 1.0f / ExpStoreSum(d, row, row, n, max, hn::Zero(d)));
   FourAtATime(
       d, n, [&](std::size_t k) __attribute__((always_inline)) {
         hn::StoreU(hn::Mul(hn::LoadU(d, row + k), inv), d, row + k);
+      });
+}
+
+// The keys of a row at `row` before its first 64-byte boundary, which the
+// floor at the rows' own alignment takes as one partial vector so that its
+// loops load and store whole lines, as the kernels' long rows do
+// (KeysToAlign, src/row_convert-inl.h): on AVX-512 only, for rows of at
+// least 64 vectors. Measured on Zen 4 (5 alternated runs, ÷ the same floor
+// without the head): D2, D3 and D2full 0.92-0.96, but D2w (512 keys)
+// 1.03-1.04 and D1 (300) 1.05, and on AVX2 D2 and D2full 1.03: a partial
+// vector per pass costs a short row more than its split lines, and AVX2's
+// split lines cost less.
+// 0: no head.
+template <class D>
+HWY_INLINE std::size_t HeadKeys(D d, const float* row, std::size_t n) {
+#if HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL
+  const std::size_t N = hn::Lanes(d);
+  const std::size_t misalign =
+      (reinterpret_cast<std::uintptr_t>(row) / sizeof(float)) % N;
+  if (n < 64 * N || misalign == 0) return 0;
+  return N - misalign;
+#else
+  (void)d, (void)row, (void)n;
+  return 0;
+#endif
+}
+
+// PlainSoftmaxRow on a row at `row` with h = HeadKeys(d, row, n) > 0 (loads
+// and stores may still run up to one vector past n): the head as one
+// partial vector in each pass, folded into the passes' own accumulators,
+// the rest from the 64-byte boundary.
+template <class D>
+HWY_INLINE void PlainSoftmaxRowUnaligned(D d, float* HWY_RESTRICT row,
+                                         std::size_t n) {
+  const std::size_t h = HeadKeys(d, row, n);
+  const auto head = hn::FirstN(d, h);
+  float* HWY_RESTRICT body = row + h;
+  const std::size_t rest = n - h;
+  const float max = MaxOfRow(
+      d, rest,
+      [&](std::size_t k)
+          __attribute__((always_inline)) { return hn::Load(d, body + k); },
+      hn::IfThenElse(head, hn::LoadU(d, row), hn::Set(d, -HUGE_VALF)));
+  const auto head_exp = hn::IfThenElseZero(
+      head,
+      rlx::HWY_NAMESPACE::SoftmaxExp2(
+          d, hn::MulAdd(hn::LoadU(d, row), hn::Set(d, 1.44269504088896341f),
+                        hn::Set(d, -max * 1.44269504088896341f))));
+  hn::BlendedStore(head_exp, head, d, row);
+  const auto inv =
+      hn::Set(d, 1.0f / ExpStoreSum(d, body, body, rest, max, head_exp));
+  hn::BlendedStore(hn::Mul(hn::LoadU(d, row), inv), head, d, row);
+  FourAtATime(
+      d, rest, [&](std::size_t k) __attribute__((always_inline)) {
+        hn::Store(hn::Mul(hn::Load(d, body + k), inv), d, body + k);
       });
 }
 
@@ -232,12 +290,43 @@ HWY_NOINLINE void KeptSoftmaxRows(float* HWY_RESTRICT data,
   }
 }
 
+// Whether any of the rows has a HeadKeys head on this target.
+HWY_NOINLINE bool AnyHeadKeys(const float* data, const std::size_t* begin,
+                              const std::size_t* len, std::size_t count) {
+  const hn::ScalableTag<float> d;
+  for (std::size_t r = 0; r < count; ++r) {
+    if (HeadKeys(d, data + begin[r], len[r]) != 0) return true;
+  }
+  return false;
+}
+
+// KeptSoftmaxRows on rows at any address: those with a HeadKeys head take
+// PlainSoftmaxRowUnaligned. Called only when some row has one (floors.cc):
+// otherwise the rows run KeptSoftmaxRows, so that the floor on short rows
+// is the same machine code wherever they are (the same code at another
+// offset from a 64-byte boundary took D1head301 1.045x the time).
+HWY_NOINLINE void KeptSoftmaxRowsUnaligned(
+    float* HWY_RESTRICT data, const std::size_t* HWY_RESTRICT begin,
+    const std::size_t* HWY_RESTRICT len, std::size_t count) {
+  const hn::ScalableTag<float> d;
+  const rlx::HWY_NAMESPACE::FlushToZeroScope flush_to_zero;  // SoftmaxExp2
+  for (std::size_t r = 0; r < count; ++r) {
+    float* row = data + begin[r];
+    if (HeadKeys(d, row, len[r]) == 0) {
+      PlainSoftmaxRow(d, row, len[r]);
+    } else {
+      PlainSoftmaxRowUnaligned(d, row, len[r]);
+    }
+  }
+}
+
 // The floor's three passes over every kept interval of one f32 row in place
 // (`kept`'s intervals, relative to `row`), under the contract masked_softmax
 // keeps and PlainSoftmaxRow does not (docs/KERNELS.md):
 // - no key outside the kept intervals is read or written: an interval's
 //   partial last vector is a masked access, one key a scalar (the library's
-//   LoadRowTail and StoreRowTail, as the kernel's tails);
+//   LoadRowTail and StoreRowTail, as the kernel's tails), and so is its
+//   HeadKeys head, taken as the kernel's long segments take theirs;
 // - the sum is the kernel's: four f32 lane sums, each adding at most four
 //   values before they are widened into f64 (AddWide), one f64 total and a
 //   double reciprocal, so that the stated error bound holds at any length.
@@ -253,9 +342,24 @@ HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
   const std::size_t N = hn::Lanes(d);
   const V neg_inf = hn::Set(d, -HUGE_VALF);
   V m0 = neg_inf, m1 = neg_inf, m2 = neg_inf, m3 = neg_inf;
+  // Each interval's HeadKeys and its tail: partial vectors, masked accesses.
+  const auto head_keys = [&](std::size_t j) __attribute__((always_inline)) {
+    const std::size_t begin = kept.intervals[j].begin;
+    return HeadKeys(d, row + begin, kept.intervals[j].end - begin);
+  };
+  const auto max_of_partial = [&](V & m, std::size_t i, std::size_t count)
+      __attribute__((always_inline)) {
+    m = hn::Max(
+        m, hn::IfThenElse(hn::FirstN(d, count),
+                          lib::LoadRowTail<kF32>(d, row + i, count), neg_inf));
+  };
   for (std::size_t j = 0; j < kept.count; ++j) {
     const std::size_t end = kept.intervals[j].end;
     std::size_t i = kept.intervals[j].begin;
+    if (const std::size_t h = head_keys(j)) {
+      max_of_partial(m2, i, h);
+      i += h;
+    }
     for (; i + 4 * N <= end; i += 4 * N) {
       m0 = hn::Max(m0, hn::LoadU(d, row + i));
       m1 = hn::Max(m1, hn::LoadU(d, row + i + N));
@@ -263,12 +367,7 @@ HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
       m3 = hn::Max(m3, hn::LoadU(d, row + i + 3 * N));
     }
     for (; i + N <= end; i += N) m0 = hn::Max(m0, hn::LoadU(d, row + i));
-    if (i < end) {
-      m1 = hn::Max(
-          m1,
-          hn::IfThenElse(hn::FirstN(d, end - i),
-                         lib::LoadRowTail<kF32>(d, row + i, end - i), neg_inf));
-    }
+    if (i < end) max_of_partial(m1, i, end - i);
   }
   const float max =
       hn::GetLane(hn::MaxOfLanes(d, hn::Max(hn::Max(m0, m1), hn::Max(m2, m3))));
@@ -282,11 +381,24 @@ HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
     hn::StoreU(e, d, row + k);
     return e;
   };
+  const auto exp_partial = [&](std::size_t i, std::size_t count)
+      __attribute__((always_inline)) {
+    const V e =
+        hn::IfThenElseZero(hn::FirstN(d, count),
+                           exp_of(lib::LoadRowTail<kF32>(d, row + i, count)));
+    lib::StoreRowTail<kF32>(d, e, row + i, count);
+    return e;
+  };
   const lib::WideTag<D> dd;
   auto lo = hn::Zero(dd), hi = lo;
   for (std::size_t j = 0; j < kept.count; ++j) {
     const std::size_t end = kept.intervals[j].end;
     std::size_t i = kept.intervals[j].begin;
+    V rest = hn::Zero(d);
+    if (const std::size_t h = head_keys(j)) {
+      rest = exp_partial(i, h);
+      i += h;
+    }
     while (i + 4 * N <= end) {
       V s0 = hn::Zero(d), s1 = s0, s2 = s0, s3 = s0;
       for (std::size_t step = 0; step < 4 && i + 4 * N <= end;
@@ -304,25 +416,28 @@ HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
       }
       lib::AddWide(d, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), lo, hi);
     }
-    V rest = hn::Zero(d);
     for (; i + N <= end; i += N) rest = hn::Add(rest, exp_store(i));
-    if (i < end) {
-      const V e = hn::IfThenElseZero(
-          hn::FirstN(d, end - i),
-          exp_of(lib::LoadRowTail<kF32>(d, row + i, end - i)));
-      lib::StoreRowTail<kF32>(d, e, row + i, end - i);
-      rest = hn::Add(rest, e);
-    }
+    if (i < end) rest = hn::Add(rest, exp_partial(i, end - i));
     lib::AddWide(d, rest, lo, hi);
   }
   const V inv =
       hn::Set(d, static_cast<float>(1.0 / lib::WideTotal(dd, lo, hi)));
+  const auto normalize = [&](std::size_t k) __attribute__((always_inline)) {
+    hn::StoreU(hn::Mul(hn::LoadU(d, row + k), inv), d, row + k);
+  };
+  const auto normalize_partial = [&](std::size_t i, std::size_t count)
+      __attribute__((always_inline)) {
+    lib::StoreRowTail<kF32>(
+        d, hn::Mul(lib::LoadRowTail<kF32>(d, row + i, count), inv), row + i,
+        count);
+  };
   for (std::size_t j = 0; j < kept.count; ++j) {
     const std::size_t end = kept.intervals[j].end;
     std::size_t i = kept.intervals[j].begin;
-    const auto normalize = [&](std::size_t k) __attribute__((always_inline)) {
-      hn::StoreU(hn::Mul(hn::LoadU(d, row + k), inv), d, row + k);
-    };
+    if (const std::size_t h = head_keys(j)) {
+      normalize_partial(i, h);
+      i += h;
+    }
     for (; i + 4 * N <= end; i += 4 * N) {
       normalize(i);
       normalize(i + N);
@@ -330,11 +445,7 @@ HWY_INLINE void ContractSoftmaxRow(D d, float* HWY_RESTRICT row,
       normalize(i + 3 * N);
     }
     for (; i + N <= end; i += N) normalize(i);
-    if (i < end) {
-      lib::StoreRowTail<kF32>(
-          d, hn::Mul(lib::LoadRowTail<kF32>(d, row + i, end - i), inv), row + i,
-          end - i);
-    }
+    if (i < end) normalize_partial(i, end - i);
   }
 }
 
@@ -368,12 +479,14 @@ HWY_INLINE void PlainSoftmaxRow16(
   using rlx::HWY_NAMESPACE::StoreProbabilityPair;
   using rlx::HWY_NAMESPACE::StoreRow;
   const float max = MaxOfRow(
-      d, n, [&](std::size_t k) __attribute__((always_inline)) {
+      d, n,
+      [&](std::size_t k) __attribute__((always_inline)) {
         const auto v = LoadRow<kType>(d, row + k);
         hn::StoreU(v, d, work + k);
         return v;
-      });
-  const float inv_sum = 1.0f / ExpStoreSum(d, work, work, n, max);
+      },
+      hn::Set(d, -HUGE_VALF));
+  const float inv_sum = 1.0f / ExpStoreSum(d, work, work, n, max, hn::Zero(d));
   const auto inv = hn::Set(d, inv_sum);
   // Pass 3 stores two vectors at once, as the kernel's (StoreProbabilityPair;
   // bf16 with the CPU's own conversion where it has one).

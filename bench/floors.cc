@@ -17,11 +17,13 @@
 
 namespace rlx::bench {
 
+HWY_EXPORT(AnyHeadKeys);
 HWY_EXPORT(ContractSoftmaxRows);
 HWY_EXPORT(CopyBytes);
 HWY_EXPORT(ExpArray);
 HWY_EXPORT(KeptSoftmaxRows);
 HWY_EXPORT(KeptSoftmaxRows16);
+HWY_EXPORT(KeptSoftmaxRowsUnaligned);
 HWY_EXPORT(TouchRow);
 
 void CopyFloor(const void* from, void* to, std::size_t bytes) {
@@ -44,6 +46,15 @@ void ExpFloor(const float* in, float* out, std::size_t n) {
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count) {
   RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows)(data, begin, len, count);
+}
+
+void KeptSoftmaxFloorUnaligned(float* data, const std::size_t* begin,
+                               const std::size_t* len, std::size_t count) {
+  if (RLX_DYNAMIC_DISPATCH(AnyHeadKeys)(data, begin, len, count)) {
+    RLX_DYNAMIC_DISPATCH(KeptSoftmaxRowsUnaligned)(data, begin, len, count);
+  } else {
+    RLX_DYNAMIC_DISPATCH(KeptSoftmaxRows)(data, begin, len, count);
+  }
 }
 
 void ContractSoftmaxFloor(float* data, const std::size_t* begin,

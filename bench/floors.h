@@ -37,6 +37,14 @@ void ExpFloor(const float* in, float* out, std::size_t n);
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count);
 
+// KeptSoftmaxFloor on rows at any address (each still followed by 64
+// bytes that it may overwrite): on AVX-512, a long row's keys before its
+// first 64-byte boundary are one partial vector in each pass, and the rest
+// of its loads and stores whole lines, as the kernels' long rows run
+// (kept_softmax_floor_unaligned, kept_softmax_floor_in_place).
+void KeptSoftmaxFloorUnaligned(float* data, const std::size_t* begin,
+                               const std::size_t* len, std::size_t count);
+
 // The same three passes on `count` f32 rows in place, row r at
 // data + begin[r] over its kept intervals kept[r] (relative to the row),
 // under masked_softmax's contract: nothing outside the kept keys read or

@@ -406,11 +406,14 @@ def issue22_bars(idx):
                 speedup(time("masked_softmax", h),
                         total(time("kept_softmax_floor_in_place", h),
                               time("touch_floor", h))), False, 1.2))
-    # D2full's rows start where the workload's rows do, not on 64 bytes.
-    proposed.append(line(
-        "masked_softmax/D2full ÷ kept_softmax_floor_unaligned/D2full",
-        speedup(time("masked_softmax", "D2full"),
-                time("kept_softmax_floor_unaligned", "D2full")), False, 1.0))
+    # D2full's rows start where the workload's rows do, not on 64 bytes
+    # (the floor aligns its loops as the kernel's long rows do); under the
+    # contract, its sum is also the stated error bound's.
+    for floor in ("kept_softmax_floor_unaligned", "kept_softmax_floor_contract"):
+        proposed.append(line(
+            f"masked_softmax/D2full ÷ {floor}/D2full",
+            speedup(time("masked_softmax", "D2full"),
+                    time(floor, "D2full")), False, 1.0))
     header = "| ratio | this run | bar | |\n|---|---:|---|---|"
     return ("As written:\n\n" + header + "\n" + "\n".join(written) +
             "\n\nNot here: P4 at least 1.3x faster than at 65b60ce (it needs "

@@ -37,7 +37,8 @@
 //       for the layout the kernel is given (kept_softmax_floor slices the
 //       kept keys out, converted to f32); 16-bit rows converted as they are
 //       read and written (bench/floors.h KeptSoftmaxFloor16)
-//   kept_softmax_floor_contract/<workload>/<target>  (D1, D2, D2w, D3, f32)
+//   kept_softmax_floor_contract/<workload>/<target>  (D1, D2, D2w, D3,
+//       D2full, f32)
 //       the floor's recipe in place over every kept interval of each row
 //       (the Decode token key too) under masked_softmax's contract: no
 //       masked key read or written, the kernel's f64-widened sum
@@ -112,7 +113,7 @@ void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
   std::vector<std::size_t> begin(rows), lens(rows, len);
   for (std::size_t r = 0; r < rows; ++r) begin[r] = r * w->shape.k_len;
   for (auto _ : state) {
-    KeptSoftmaxFloor(data, begin.data(), lens.data(), rows);
+    KeptSoftmaxFloorUnaligned(data, begin.data(), lens.data(), rows);
     benchmark::ClobberMemory();
   }
   SetCounters(state, static_cast<double>(rows * len), sizeof(float),
@@ -149,8 +150,8 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
   float* work = nullptr;
   const auto run = [&] {
     if (w->type == ScoreType::kF32) {
-      KeptSoftmaxFloor(static_cast<float*>(data), begin.data(), lens.data(),
-                       begin.size());
+      KeptSoftmaxFloorUnaligned(static_cast<float*>(data), begin.data(),
+                                lens.data(), begin.size());
     } else {
       KeptSoftmaxFloor16(static_cast<std::uint16_t*>(data), w->type,
                          begin.data(), lens.data(), begin.size(), work);
@@ -397,7 +398,8 @@ void Register(const Workload& w, const std::string& target) {
         BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
         BM_InPlaceFloor, &w, target));
   }
-  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3") {
+  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3" ||
+      w.name == "D2full") {
     Configure(benchmark::RegisterBenchmark(
         BenchName({"kept_softmax_floor_contract", w.name, target}).c_str(),
         BM_ContractFloor, &w, target));
