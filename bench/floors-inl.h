@@ -52,7 +52,8 @@ HWY_NOINLINE void CopyBytes(const std::uint8_t* HWY_RESTRICT from,
 }
 
 // In place over one row of `bytes` bytes: the bytes of each kept span
-// [begin, end) loaded and stored back, every other byte stored zero. These
+// [begin, end) loaded and stored back (kTouchKept; otherwise left alone),
+// every other byte stored zero. These
 // are the accesses a fused in-place kernel cannot avoid (read each kept
 // key once, write every key once), with no arithmetic. Spans are sorted,
 // disjoint and in bytes. Every stored byte is XORed with `zero`, which the
@@ -63,10 +64,12 @@ HWY_NOINLINE void CopyBytes(const std::uint8_t* HWY_RESTRICT from,
 // on, one unaligned vector ending at its end. A run of vectors from its
 // start splits nearly every store across two cache lines: touch_floor/D1
 // and D2w took 1.25x and 1.31x the time that way (AVX3, Zen 4).
-HWY_NOINLINE void TouchRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
-                           const std::size_t* HWY_RESTRICT span_begin,
-                           const std::size_t* HWY_RESTRICT span_end,
-                           std::size_t spans, std::uint8_t zero) {
+template <bool kTouchKept>
+HWY_INLINE void TouchOrFillRow(std::uint8_t* HWY_RESTRICT row,
+                               std::size_t bytes,
+                               const std::size_t* HWY_RESTRICT span_begin,
+                               const std::size_t* HWY_RESTRICT span_end,
+                               std::size_t spans, std::uint8_t zero) {
   const hn::ScalableTag<std::uint8_t> d;
   const std::size_t N = hn::Lanes(d);
   const auto zeros = hn::Set(d, zero);
@@ -86,14 +89,33 @@ HWY_NOINLINE void TouchRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
   std::size_t at = 0;
   for (std::size_t s = 0; s < spans; ++s) {
     store_zeros(at, span_begin[s]);
-    std::size_t i = span_begin[s];
-    for (; i + N <= span_end[s]; i += N) {
-      hn::StoreU(hn::Xor(hn::LoadU(d, row + i), zeros), d, row + i);
+    if constexpr (kTouchKept) {
+      std::size_t i = span_begin[s];
+      for (; i + N <= span_end[s]; i += N) {
+        hn::StoreU(hn::Xor(hn::LoadU(d, row + i), zeros), d, row + i);
+      }
+      for (; i < span_end[s]; ++i) row[i] ^= zero;
     }
-    for (; i < span_end[s]; ++i) row[i] ^= zero;
     at = span_end[s];
   }
   store_zeros(at, bytes);
+}
+
+// TouchOrFillRow with the kept spans loaded and stored back.
+HWY_NOINLINE void TouchRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
+                           const std::size_t* HWY_RESTRICT span_begin,
+                           const std::size_t* HWY_RESTRICT span_end,
+                           std::size_t spans, std::uint8_t zero) {
+  TouchOrFillRow<true>(row, bytes, span_begin, span_end, spans, zero);
+}
+
+// TouchRow's zero runs alone: the stores the default mode adds to the
+// kept-only one, the kept spans not touched.
+HWY_NOINLINE void ZeroFillRow(std::uint8_t* HWY_RESTRICT row, std::size_t bytes,
+                              const std::size_t* HWY_RESTRICT span_begin,
+                              const std::size_t* HWY_RESTRICT span_end,
+                              std::size_t spans, std::uint8_t zero) {
+  TouchOrFillRow<false>(row, bytes, span_begin, span_end, spans, zero);
 }
 
 // out[i] = Exp(in[i]): two independent vectors per step to overlap the

@@ -25,6 +25,7 @@ HWY_EXPORT(KeptSoftmaxRows);
 HWY_EXPORT(KeptSoftmaxRows16);
 HWY_EXPORT(KeptSoftmaxRowsUnaligned);
 HWY_EXPORT(TouchRow);
+HWY_EXPORT(ZeroFillRow);
 
 void CopyFloor(const void* from, void* to, std::size_t bytes) {
   RLX_DYNAMIC_DISPATCH(CopyBytes)
@@ -36,6 +37,14 @@ void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
                    const std::size_t* span_end, std::size_t spans,
                    std::uint8_t zero) {
   RLX_DYNAMIC_DISPATCH(TouchRow)
+  (static_cast<std::uint8_t*>(row), bytes, span_begin, span_end, spans, zero);
+}
+
+void ZeroFillRowFloor(void* row, std::size_t bytes,
+                      const std::size_t* span_begin,
+                      const std::size_t* span_end, std::size_t spans,
+                      std::uint8_t zero) {
+  RLX_DYNAMIC_DISPATCH(ZeroFillRow)
   (static_cast<std::uint8_t*>(row), bytes, span_begin, span_end, spans, zero);
 }
 

@@ -26,6 +26,13 @@ void TouchRowFloor(void* row, std::size_t bytes, const std::size_t* span_begin,
                    const std::size_t* span_end, std::size_t spans,
                    std::uint8_t zero);
 
+// TouchRowFloor's zero stores alone: the bytes outside the kept spans
+// stored zero, the kept spans not read or written.
+void ZeroFillRowFloor(void* row, std::size_t bytes,
+                      const std::size_t* span_begin,
+                      const std::size_t* span_end, std::size_t spans,
+                      std::uint8_t zero);
+
 // out[i] = exp(in[i]) for i < n (no overlap), with hn::Exp (~1 ulp).
 void ExpFloor(const float* in, float* out, std::size_t n);
 

@@ -8,12 +8,14 @@
 // the whole row for None and dense masks) loaded and stored back, its other
 // keys stored zero, with no arithmetic. masked_softmax runs in place on the
 // same rows, so its time over touch_floor's is what its passes and arithmetic
-// add to that traffic. kept_softmax_floor/<workload>/<target> is the plain
-// softmax (the fastest public recipe) of exactly the kept keys of each row,
-// sliced out beforehand: what masking costs is masked_softmax's time over
-// it. kept_softmax_floor_unaligned/<workload>/<target> is the same with each
-// row's kept keys at the workload's offset modulo 64 bytes instead of on a
-// 64-byte boundary (KeptSoftmaxFloorUnaligned: long rows align their loops
+// add to that traffic. zero_fill_floor/<workload>/<target> stores the same
+// zeros and leaves the kept keys alone: what the default mode's fill adds
+// to the kept-only rows' accesses. kept_softmax_floor/<workload>/<target>
+// is the plain softmax (the fastest public recipe) of exactly the kept keys
+// of each row, sliced out beforehand: what masking costs is masked_softmax's
+// time over it. kept_softmax_floor_unaligned/<workload>/<target> is the same
+// with each row's kept keys at the workload's offset modulo 64 bytes instead of
+// on a 64-byte boundary (KeptSoftmaxFloorUnaligned: long rows align their loops
 // as the kernels' do): what the floor pays for the rows' alignment.
 #include <benchmark/benchmark.h>
 
@@ -62,8 +64,13 @@ void BM_ExpFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(n));
 }
 
-void BM_TouchFloor(benchmark::State& state, const Workload* w,
-                   const std::string& target) {
+// touch_floor (TouchRowFloor) or zero_fill_floor (ZeroFillRowFloor): the
+// same rows and spans.
+using RowFloor = void (*)(void*, std::size_t, const std::size_t*,
+                          const std::size_t*, std::size_t, std::uint8_t);
+
+void BM_RowFloor(benchmark::State& state, const Workload* w,
+                 const std::string& target, RowFloor floor) {
   TargetScope scope(target);
   const ScoreView view = FreshScores(*w);
   const Shape4& shape = w->shape;
@@ -88,11 +95,32 @@ void BM_TouchFloor(benchmark::State& state, const Workload* w,
   std::uint8_t zero = 0;
   benchmark::DoNotOptimize(zero);
   const std::size_t row_bytes = shape.k_len * es;
-  for (auto _ : state) {
+  const auto run = [&] {
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      TouchRowFloor(data + r * row_bytes, row_bytes, rows[r].begin, rows[r].end,
-                    rows[r].count, zero);
+      floor(data + r * row_bytes, row_bytes, rows[r].begin, rows[r].end,
+            rows[r].count, zero);
     }
+  };
+  // One call checked first, so that the floor times the stores it stands
+  // for: each row's kept bytes are the input's, every other byte is 0.
+  const auto* scores = static_cast<const std::uint8_t*>(Data(*w).scores);
+  run();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    std::size_t span = 0;
+    for (std::size_t k = 0; k < row_bytes; ++k) {
+      while (span < rows[r].count && rows[r].end[span] <= k) ++span;
+      const bool kept = span < rows[r].count && rows[r].begin[span] <= k;
+      const std::size_t at = r * row_bytes + k;
+      if (data[at] != (kept ? scores[at] : 0)) {
+        FailBenchmark(state, "row floor/" + w->name + ": row " +
+                                 std::to_string(r) + " byte " +
+                                 std::to_string(k) + " is wrong");
+        return;
+      }
+    }
+  }
+  for (auto _ : state) {
+    run();
     benchmark::ClobberMemory();
   }
   SetScoreCounters(state, *w);
@@ -126,8 +154,11 @@ void Register(const Workload& w, const std::string& target) {
       BenchName({"exp_floor", w.name, target}).c_str(), BM_ExpFloor, &w,
       target));
   Configure(benchmark::RegisterBenchmark(
-      BenchName({"touch_floor", w.name, target}).c_str(), BM_TouchFloor, &w,
-      target));
+      BenchName({"touch_floor", w.name, target}).c_str(), BM_RowFloor, &w,
+      target, &TouchRowFloor));
+  Configure(benchmark::RegisterBenchmark(
+      BenchName({"zero_fill_floor", w.name, target}).c_str(), BM_RowFloor, &w,
+      target, &ZeroFillRowFloor));
   Configure(benchmark::RegisterBenchmark(
       BenchName({"kept_softmax_floor", w.name, target}).c_str(),
       BM_KeptSoftmaxFloor, &w, target, false));
