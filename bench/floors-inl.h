@@ -53,9 +53,9 @@ HWY_NOINLINE void CopyBytes(const std::uint8_t* HWY_RESTRICT from,
 
 // In place over one row of `bytes` bytes: the bytes of each kept span
 // [begin, end) loaded and stored back (kTouchKept; otherwise left alone),
-// every other byte stored zero. These
-// are the accesses a fused in-place kernel cannot avoid (read each kept
-// key once, write every key once), with no arithmetic. Spans are sorted,
+// every other byte stored zero. With kTouchKept, these are the accesses a
+// fused in-place kernel cannot avoid (read each kept key once, write every
+// key once), with no arithmetic. Spans are sorted,
 // disjoint and in bytes. Every stored byte is XORed with `zero`, which the
 // caller passes as 0: a compiler that saw it would drop the stores of
 // unchanged bytes, and the floor would time nothing. A zero run of at least
@@ -269,14 +269,13 @@ HWY_INLINE std::size_t HeadKeys(D d, const float* row, std::size_t n) {
 #endif
 }
 
-// PlainSoftmaxRow on a row at `row` with h = HeadKeys(d, row, n) > 0 (loads
-// and stores may still run up to one vector past n): the head as one
-// partial vector in each pass, folded into the passes' own accumulators,
-// the rest from the 64-byte boundary.
+// PlainSoftmaxRow on a row at `row` whose HeadKeys are h > 0 (loads and
+// stores may still run up to one vector past n): the head as one partial
+// vector in each pass, folded into the passes' own accumulators, the rest
+// from the 64-byte boundary.
 template <class D>
 HWY_INLINE void PlainSoftmaxRowUnaligned(D d, float* HWY_RESTRICT row,
-                                         std::size_t n) {
-  const std::size_t h = HeadKeys(d, row, n);
+                                         std::size_t n, std::size_t h) {
   const auto head = hn::FirstN(d, h);
   float* HWY_RESTRICT body = row + h;
   const std::size_t rest = n - h;
@@ -334,10 +333,11 @@ HWY_NOINLINE void KeptSoftmaxRowsUnaligned(
   const rlx::HWY_NAMESPACE::FlushToZeroScope flush_to_zero;  // SoftmaxExp2
   for (std::size_t r = 0; r < count; ++r) {
     float* row = data + begin[r];
-    if (HeadKeys(d, row, len[r]) == 0) {
+    const std::size_t h = HeadKeys(d, row, len[r]);
+    if (h == 0) {
       PlainSoftmaxRow(d, row, len[r]);
     } else {
-      PlainSoftmaxRowUnaligned(d, row, len[r]);
+      PlainSoftmaxRowUnaligned(d, row, len[r], h);
     }
   }
 }
