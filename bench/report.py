@@ -389,26 +389,23 @@ def issue22_bars(idx):
             f"masked_softmax/{w}keptonly ÷ kept_softmax_floor_contract/{w}",
             speedup(time("masked_softmax", w + "keptonly"),
                     time("kept_softmax_floor_contract", w)), False, 1.1))
+    def plus_fill(w, floor, bar):
+        return line(
+            f"masked_softmax/{w} ÷ ({floor}/{w} + zero_fill_floor/{w})",
+            speedup(time("masked_softmax", w),
+                    total(time(floor, w), time("zero_fill_floor", w))),
+            False, bar)
+
     # The default mode is the kept-only rows plus a zero on every masked
     # key, which the sliced floor never touches: the contract floor plus
     # the zero fill's stores alone.
     for w in ("D1", "D2", "D2w", "D3"):
-        proposed.append(line(
-            f"masked_softmax/{w} ÷ (kept_softmax_floor_contract/{w} + "
-            f"zero_fill_floor/{w})",
-            speedup(time("masked_softmax", w),
-                    total(time("kept_softmax_floor_contract", w),
-                          time("zero_fill_floor", w))), False, 1.1))
+        proposed.append(plus_fill(w, "kept_softmax_floor_contract", 1.1))
     # 16-bit rows against a 16-bit floor in place, plus the zero fill.
     for w in ("D1", "D2", "D2w"):
         for half in ("bf16", "f16"):
-            h = w + half
-            proposed.append(line(
-                f"masked_softmax/{h} ÷ (kept_softmax_floor_in_place/{h} + "
-                f"zero_fill_floor/{h})",
-                speedup(time("masked_softmax", h),
-                        total(time("kept_softmax_floor_in_place", h),
-                              time("zero_fill_floor", h))), False, 1.2))
+            proposed.append(
+                plus_fill(w + half, "kept_softmax_floor_in_place", 1.2))
     # D2full's rows start where the workload's rows do, not on 64 bytes
     # (the floor aligns its loops as the kernel's long rows do); under the
     # contract, its sum is also the stated error bound's.
