@@ -47,13 +47,29 @@ namespace rlx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Rows of at most kPlainRowKeys kept keys are plain (longer ones have
-// little fixed cost to save, and prefetch better row by row). At most
-// kPlainBatchRows rows, and kPlainBatchKeys kept keys in all, per batch:
-// the batch's rows stay in L1 from one pass to the next.
-constexpr std::size_t kPlainRowKeys = 1024;
+// Rows of type kType with at most kPlainRowKeys<kType> kept keys are plain.
+// At most kPlainBatchRows rows, and kPlainBatchKeys<kType> kept keys in
+// all, per batch: the batch's rows stay in L1 from one pass to the next.
+// f32 rows: batches of 8192 kept keys (32 KiB in place), and rows of up to
+// a third of that, so that a batch takes at least three: long rows gain from
+// the batch, not from the plain passes. Measured on Zen 5 (AVX3, 7
+// alternated runs, against rows of at most 1024 keys in batches of 4096):
+// D2 (2101 kept keys, three rows a batch) 0.94-0.96x the time, D2keptonly
+// 0.98x, D2sink 0.97x, D2 on 2 rows 0.83x, P2 1.01x; D2's rows alone in
+// their batches 1.00x, and D2full's (4097 keys) alone 1.10x. 16-bit rows:
+// batches of 4096 keys and rows of at most 1024, as before, so that their
+// scratch stays 16 KiB (on AVX2 it holds their converted keys too): with
+// the f32 limits, D2bf16's rows took 1.01x the time, D2f16's 1.02x.
+// Where rows run one by one (tensors from memory, SoftmaxRowsOf), f32 rows
+// too are plain up to kShortPlainRowKeys only: there P2's longer rows took
+// 1.02-1.025x the time as plain rows on AVX2.
 constexpr std::size_t kPlainBatchRows = 8;
-constexpr std::size_t kPlainBatchKeys = 4096;
+constexpr std::size_t kShortPlainRowKeys = 1024;
+template <ScoreType kType>
+constexpr std::size_t kPlainBatchKeys = kType == ScoreType::kF32 ? 8192 : 4096;
+template <ScoreType kType>
+constexpr std::size_t kPlainRowKeys =
+    kType == ScoreType::kF32 ? kPlainBatchKeys<kType> / 3 : kShortPlainRowKeys;
 
 // Where 16-bit plain rows are converted to f32: on AVX-512 as passes 1 and
 // 2 load them from the row (twice, but with no pass, store or reload of

@@ -415,9 +415,9 @@ HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
 
 // The row loop of a call: plain rows (src/softmax_plain_rows-inl.h) in
 // batches, the others in runs through GeneralRowsOf. Whether a row is plain
-// depends on the call's mask and options and on the row alone (its kept
-// key count), never on the row range: a row's result is the same whichever
-// range or thread it is computed in.
+// depends on the call's mask, options and tensor size and on the row alone
+// (its kept key count), never on the row range: a row's result is the same
+// whichever range or thread it is computed in.
 template <ScoreType kType>
 void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
                    const MaskSpec& mask, const SoftmaxOptions& options,
@@ -446,8 +446,8 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   // The batch's kept keys in f32, packed (16 KiB on the stack, so that
   // calls do not allocate): 16-bit rows' exps (and their keys converted,
   // or with ALiBi their transformed scores). Not needed by f32 rows.
-  static_assert(kPlainRowKeys <= kPlainBatchKeys);
-  float scratch[f32 ? 1 : kPlainBatchKeys];
+  static_assert(kPlainRowKeys<kType> <= kPlainBatchKeys<kType>);
+  float scratch[f32 ? 1 : kPlainBatchKeys<kType>];
   // A row's kept intervals depend on its batch and query only: decided once
   // for all the heads that share them (a decode step's), into a slot of a
   // ring that the batch's rows point into. A slot no batched row points to
@@ -479,6 +479,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
   // batches of 8).
   const bool finish_prefetch = call_bytes > kFinishMinBytes;
   const std::size_t batch_rows = finish_prefetch ? 1 : kPlainBatchRows;
+  // Long rows are plain only where they batch (kPlainRowKeys): not in a
+  // tensor whose rows come from memory. Decided on the whole tensor, not on
+  // the row range as finish_prefetch is, so that a row's path (and with it
+  // the last bit of its result) never depends on its range.
+  const std::size_t plain_row_keys =
+      shape.rows() * n * elem_bytes > kFinishMinBytes ? kShortPlainRowKeys
+                                                      : kPlainRowKeys<kType>;
   detail::RowPrefetch prefetch;
   struct BatchRow {
     std::size_t r;
@@ -634,13 +641,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       ::new (static_cast<void*>(run_kept))
           KeptKeys(detail::KeptKeysOf(mask, rules, first.b, 0, 1, n));
       keys = run_kept->size();
-      if (run_kept->count == 0 || keys > kPlainRowKeys) {
+      if (run_kept->count == 0 || keys > plain_row_keys) {
         GeneralRowsOf<kType>(in, out, mask, options, {r, run_end});
         r = run_end;
         continue;
       }
       const std::size_t per_batch =
-          std::min(batch_rows, kPlainBatchKeys / keys);
+          std::min(batch_rows, kPlainBatchKeys<kType> / keys);
       // The rows' addresses as integers: after a run's last head they step
       // one head stride on, which may lie past the tensor (heads outermost),
       // where a pointer may not point. (Offsets from the base cost D1head16
@@ -736,12 +743,12 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       kept_q = i.q;
       keys = kept->size();
     }
-    if (kept->count == 0 || keys > kPlainRowKeys) continue;  // general
+    if (kept->count == 0 || keys > plain_row_keys) continue;  // general
     // A full batch runs before this row takes its slot, so that its ALiBi
     // term is written there in place: built on the side and copied, the
     // copy's vector load of the scalar stores stalled store forwarding
     // (half of this loop's samples on P4alibi).
-    if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys) {
+    if (batched == batch_rows || batch_keys + keys > kPlainBatchKeys<kType>) {
       run_batch();
     }
     PlainRow& row = plain[batched];

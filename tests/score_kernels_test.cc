@@ -786,7 +786,9 @@ TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
 // that leave the batch for the general code (every kept score -inf, a NaN,
 // +inf, scores beyond the plain argument's 7e5) beside ordinary ones, rows
 // over and under the batch's row and key limits, with sinks and row_lse,
-// in both fill modes, every row type; and the oracle holds.
+// in both fill modes, every row type; and the oracle holds. Long f32 rows
+// (up to 2730 keys) batch three at a time (2101 keys, and 2730), and one
+// key more is general; 16-bit rows over 1024 keys are general.
 TEST_P(ScoreKernelsTest, BatchedRowsEqualEachRowAlone) {
   struct Case {
     Shape4 shape;
@@ -795,7 +797,10 @@ TEST_P(ScoreKernelsTest, BatchedRowsEqualEachRowAlone) {
   const Case cases[] = {{{1, 19, 1, 301}, MaskSpec::decode(200, 300)},
                         {{2, 11, 1, 1030}, MaskSpec::decode(1000, 1029, 600)},
                         {{1, 2, 37, 70}, MaskSpec::causal()},
-                        {{1, 3, 9, 1100}, MaskSpec::none()}};
+                        {{1, 3, 9, 1100}, MaskSpec::none()},
+                        {{1, 7, 1, 2800}, MaskSpec::decode(2100, 2799)},
+                        {{1, 7, 1, 2730}, MaskSpec::none()},
+                        {{1, 4, 1, 2731}, MaskSpec::none()}};
   for (ScoreType type : {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
     for (const Case& c : cases) {
       for (bool zero_masked : {true, false}) {

@@ -316,10 +316,10 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
 // ending inside a batch entry or across entries), give their rows exactly
 // the whole call's bits (a row's result never depends on its
 // range) and leaves the other rows alone; the whole call matches the
-// oracle. Entries keep from none to more than a plain row's 1024 keys, and
-// rows the batches hand back (a +inf, a NaN or no finite score) sit in the
-// middle of runs. Ten heads make two batches per entry, so that a batch
-// carries the next one's pass 1 (f32 rows; 16-bit rows on AVX-512, which
+// oracle. Entries keep from none to more than a plain 16-bit row's 1024
+// keys, and rows the batches hand back (a +inf, a NaN or no finite score)
+// sit in the middle of runs. Ten heads make two batches per entry, so that a
+// batch carries the next one's pass 1 (f32 rows; 16-bit rows on AVX-512, which
 // convert them on load): in calls of 40 keys, and in the whole
 // calls of 1100 keys (above the prefetch threshold) when kept-only or when
 // their rows are too long for a batch's plan; there, default-mode batches
@@ -329,7 +329,9 @@ TEST_P(SoftmaxExtTest, DecodeHeadRunsGiveRowRangesTheWholeCallsBits) {
   for (const std::size_t k_len : {std::size_t{40}, std::size_t{1100}}) {
     const Shape4 s{4, 10, 1, k_len};
     // Query positions per entry: no key, 21 keys, k_len - 1 (a row of 1100
-    // keys: general), and 1024 keys (the longest plain row, or every key).
+    // keys: general for 16-bit rows, plain for f32 ones, whose longest plain
+    // row keeps 2730), and 1024 keys (the longest plain 16-bit row, or every
+    // key).
     const std::int64_t positions[] = {
         -1, 20, static_cast<std::int64_t>(k_len) - 1,
         std::min<std::int64_t>(1023, static_cast<std::int64_t>(k_len) - 1)};
