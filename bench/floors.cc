@@ -66,9 +66,11 @@ void KeptSoftmaxFloorUnaligned(float* data, const std::size_t* begin,
   }
 }
 
-void ContractSoftmaxFloor(float* data, const std::size_t* begin,
-                          const KeptKeys* kept, std::size_t count) {
-  RLX_DYNAMIC_DISPATCH(ContractSoftmaxRows)(data, begin, kept, count);
+void ContractSoftmaxFloor(void* data, ScoreType type, const std::size_t* begin,
+                          const KeptKeys* kept, std::size_t count,
+                          float* scratch) {
+  RLX_DYNAMIC_DISPATCH(ContractSoftmaxRows)
+  (data, type, begin, kept, count, scratch);
 }
 
 void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,

@@ -52,13 +52,16 @@ void KeptSoftmaxFloor(float* data, const std::size_t* begin,
 void KeptSoftmaxFloorUnaligned(float* data, const std::size_t* begin,
                                const std::size_t* len, std::size_t count);
 
-// The same three passes on `count` f32 rows in place, row r at
-// data + begin[r] over its kept intervals kept[r] (relative to the row),
-// under masked_softmax's contract: nothing outside the kept keys read or
-// written, and the kernel's f64-widened sum (kept_softmax_floor_contract:
-// bench/softmax_ext_bench.cc).
-void ContractSoftmaxFloor(float* data, const std::size_t* begin,
-                          const KeptKeys* kept, std::size_t count);
+// The same three passes on `count` rows of type `type` in place, row r at
+// data + begin[r] elements over its kept intervals kept[r] (relative to the
+// row), under masked_softmax's contract: nothing outside the kept keys read
+// or written, and the kernel's f64-widened sum
+// (kept_softmax_floor_contract: bench/softmax_ext_bench.cc). 16-bit rows
+// are converted into `scratch` (k_len floats, 64-byte aligned; null for f32
+// rows) and back, with masked_softmax's conversions.
+void ContractSoftmaxFloor(void* data, ScoreType type, const std::size_t* begin,
+                          const KeptKeys* kept, std::size_t count,
+                          float* scratch);
 
 // KeptSoftmaxFloor on rows of 16-bit keys in place (`type` bf16 or f16):
 // pass 1 converts each row's keys into the f32 scratch `work` (at least the

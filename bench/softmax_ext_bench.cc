@@ -40,12 +40,13 @@
 //       kept keys out, converted to f32); 16-bit rows converted as they are
 //       read and written (bench/floors.h KeptSoftmaxFloor16)
 //   kept_softmax_floor_contract/<workload>/<target>  (D1, D2, D2w, D3,
-//       D2full, f32)
+//       their bf16 and f16 rows, and D2full)
 //       the floor's recipe in place over every kept interval of each row
 //       (the Decode token key too) under masked_softmax's contract: no
-//       masked key read or written, the kernel's f64-widened sum
-//       (bench/floors.h ContractSoftmaxFloor); against the kept-only rows,
-//       what the kernel's own row loop and per-row work cost
+//       masked key read or written, the kernel's f64-widened sum, 16-bit
+//       rows converted into a work buffer and back as the kernel converts
+//       them (bench/floors.h ContractSoftmaxFloor); against the kept-only
+//       rows, what the kernel's own row loop and per-row work cost
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -122,6 +123,19 @@ void BM_RowHeadFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(rows * len));
 }
 
+// Element k of scores of type `type`, as a double.
+double ScoreAt(const void* data, ScoreType type, std::size_t k) {
+  switch (type) {
+    case ScoreType::kF32:
+      return static_cast<const float*>(data)[k];
+    case ScoreType::kBF16:
+      return ToF32(static_cast<const bf16*>(data)[k]);
+    case ScoreType::kF16:
+      return ToF32(static_cast<const f16*>(data)[k]);
+  }
+  return 0.0;
+}
+
 // The floor in place in a copy of w's rows, on each row's largest kept
 // interval (a Decode row's window or context, without its token key):
 // what the floor's recipe costs at the rows' own layout and stride, where
@@ -169,17 +183,7 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
   for (std::size_t r = 0; r < begin.size(); ++r) {
     double sum = 0.0;
     for (std::size_t k = begin[r]; k < begin[r] + lens[r]; ++k) {
-      switch (w->type) {
-        case ScoreType::kF32:
-          sum += static_cast<const float*>(data)[k];
-          break;
-        case ScoreType::kBF16:
-          sum += ToF32(static_cast<const bf16*>(data)[k]);
-          break;
-        case ScoreType::kF16:
-          sum += ToF32(static_cast<const f16*>(data)[k]);
-          break;
-      }
+      sum += ScoreAt(data, w->type, k);
     }
     if (!RowSumsToOne(state, "kept_softmax_floor_in_place/" + w->name, r, sum,
                       1e-2)) {
@@ -196,16 +200,19 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
               static_cast<double>(keys));
 }
 
-// The floor's recipe in place in a copy of w's f32 rows over every kept
+// The floor's recipe in place in a copy of w's rows over every kept
 // interval (a Decode row's token key too), under masked_softmax's contract
 // (bench/floors.h ContractSoftmaxFloor): no masked key read or written, and
-// the kernel's f64-widened sum. Against it, the kept-only kernel's distance
-// is its own row loop and per-row work, not what its contract asks.
+// the kernel's f64-widened sum; 16-bit rows converted into a work buffer
+// and back, as the kernel converts them. Against it, the kept-only
+// kernel's distance is its own row loop and per-row work, not what its
+// contract asks.
 void BM_ContractFloor(benchmark::State& state, const Workload* w,
                       const std::string& target) {
   TargetScope scope(target);
-  float* data = static_cast<float*>(Scratch(1, w->bytes()));
-  const float* scores = static_cast<const float*>(Data(*w).scores);
+  const std::size_t es = w->element_bytes();
+  void* data = Scratch(1, w->bytes());
+  const void* scores = Data(*w).scores;
   std::memcpy(data, scores, w->bytes());  // contiguous
   const Shape4& s = w->shape;
   std::vector<std::size_t> begin;
@@ -217,12 +224,21 @@ void BM_ContractFloor(benchmark::State& state, const Workload* w,
                              r % s.q_len, s.q_len, s.k_len));
     keys += kept.back().size();
   }
+  // The 16-bit rows' f32 work: key k at work[k], 64-byte aligned as the
+  // kernel's work buffer.
+  float* work = w->type == ScoreType::kF32
+                    ? nullptr
+                    : static_cast<float*>(Scratch(2, s.k_len * sizeof(float)));
   const auto run = [&] {
-    ContractSoftmaxFloor(data, begin.data(), kept.data(), begin.size());
+    ContractSoftmaxFloor(data, w->type, begin.data(), kept.data(), begin.size(),
+                         work);
   };
-  // One call checked first: each row's kept keys sum to 1, and every other
-  // key is still the input's (the contract this floor is for).
+  // One call checked first: each row's kept keys sum to 1 (within the
+  // 16-bit rows' rounding), and every other key is still the input's (the
+  // contract this floor is for).
   run();
+  const auto* bytes = static_cast<const std::uint8_t*>(data);
+  const auto* pristine = static_cast<const std::uint8_t*>(scores);
   for (std::size_t r = 0; r < begin.size(); ++r) {
     double sum = 0.0;
     std::size_t next = 0;  // the next kept interval of row r
@@ -232,8 +248,8 @@ void BM_ContractFloor(benchmark::State& state, const Workload* w,
       const bool is_kept =
           next < kept[r].count && kept[r].intervals[next].begin <= k;
       if (is_kept) {
-        sum += data[at];
-      } else if (std::memcmp(&data[at], &scores[at], sizeof(float)) != 0) {
+        sum += ScoreAt(data, w->type, at);
+      } else if (std::memcmp(bytes + at * es, pristine + at * es, es) != 0) {
         FailBenchmark(state, "kept_softmax_floor_contract/" + w->name +
                                  ": row " + std::to_string(r) +
                                  " wrote masked key " + std::to_string(k));
@@ -241,7 +257,7 @@ void BM_ContractFloor(benchmark::State& state, const Workload* w,
       }
     }
     if (!RowSumsToOne(state, "kept_softmax_floor_contract/" + w->name, r, sum,
-                      1e-5)) {
+                      w->type == ScoreType::kF32 ? 1e-5 : 1e-2)) {
       return;
     }
   }
@@ -250,7 +266,7 @@ void BM_ContractFloor(benchmark::State& state, const Workload* w,
     run();
     benchmark::ClobberMemory();
   }
-  SetCounters(state, static_cast<double>(keys), sizeof(float),
+  SetCounters(state, static_cast<double>(keys), static_cast<double>(es),
               static_cast<double>(keys));
 }
 
@@ -400,7 +416,7 @@ void Register(const Workload& w, const std::string& target) {
         BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
         BM_InPlaceFloor, &w, target));
   }
-  if (w.name == "D1" || w.name == "D2" || w.name == "D2w" || w.name == "D3" ||
+  if (base == "D1" || base == "D2" || base == "D2w" || base == "D3" ||
       w.name == "D2full") {
     Configure(benchmark::RegisterBenchmark(
         BenchName({"kept_softmax_floor_contract", w.name, target}).c_str(),
