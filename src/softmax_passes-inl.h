@@ -267,6 +267,12 @@ HWY_INLINE void AddWide(DF df, hn::Vec<DF> v, hn::Vec<DD>& lo,
 #endif
 }
 
+// The most values each lane of an f32 sum of exps adds before it is
+// widened: every pass 2 (SegmentExp, the plain rows', the vector map's)
+// widens its sums at this count, so that a lane's rounding error stays a
+// few ulp for any row length (docs/KERNELS.md states the bound).
+constexpr std::size_t kLaneSumValues = 4;
+
 template <class DD>
 HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
   return hn::GetLane(hn::SumOfLanes(dd, hn::Add(lo, hi)));
@@ -312,7 +318,7 @@ HWY_INLINE void ExpsThenStores(DF df, const ExpOfKey& exp_of, float* out,
 // (StoredScores) take t log2 e + (-max log2 e) under the same limit on max
 // (kPlain there). Otherwise it is (t - max) log2 e, which never overflows on
 // the way. Lane sums are widened into sum_lo and sum_hi (AddWide) every
-// kBlock steps (below).
+// kLaneSumValues steps (below).
 //
 // The exp of N transformed scores x at key k of `source`, as above; the
 // constants come from ExpConstants.
@@ -353,7 +359,6 @@ HWY_INLINE void SegmentExp(DF df, const Segment& seg, const Source& row_src,
                            hn::Vec<WideTag<DF>>& sum_lo,
                            hn::Vec<WideTag<DF>>& sum_hi) {
   const std::size_t N = hn::Lanes(df);
-  constexpr std::size_t kBlock = 4;
   const Source src = ForSegment(row_src, seg);
   const auto log2e = hn::Set(
       df, static_cast<float>(kPlain && !std::is_same_v<Source, StoredScores>
@@ -394,11 +399,10 @@ HWY_INLINE void SegmentExp(DF df, const Segment& seg, const Source& row_src,
   if (k != 0) rest = partial(0, k);
   // Four vectors per step, each with its own sum: their exp chains are
   // independent, which the out-of-order window needs to keep both FMA
-  // ports busy. A block is kBlock steps; each lane of a step sum adds
-  // kBlock values, so its rounding error stays a few ulp for any row length.
+  // ports busy. A block is kLaneSumValues steps, one value a lane each.
   while (k + 4 * N <= n) {
     auto sum0 = hn::Zero(df), sum1 = sum0, sum2 = sum0, sum3 = sum0;
-    for (std::size_t step = 0; step < kBlock && k + 4 * N <= n;
+    for (std::size_t step = 0; step < kLaneSumValues && k + 4 * N <= n;
          ++step, k += 4 * N) {
       if constexpr (kExpsBeforeStores) {
         ExpsThenStores(

@@ -301,15 +301,14 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
 // The argument is the plain one, one FMA: x (scale log2 e) + (-max log2 e),
 // or for stored t, t log2 e + (-max log2 e) (the general path's
 // StoredScores argument, so the same exp as there). The sums are
-// SegmentExp's: four f32 sums of kBlock steps of four vectors, widened into
-// f64, so the error bound of docs/KERNELS.md holds unchanged.
+// SegmentExp's: four f32 sums of kLaneSumValues steps of four vectors, widened
+// into f64, so the error bound of docs/KERNELS.md holds unchanged.
 template <ScoreType kType, bool kStored, class DF>
 HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
                               float max, detail::RowPrefetch* prefetch) {
   using V = hn::Vec<DF>;
   const WideTag<DF> dd;
   const std::size_t N = hn::Lanes(df);
-  constexpr std::size_t kBlock = 4;
   const V log2e =
       hn::Set(df, static_cast<float>((kStored ? 1.0f : scale) * kLog2e));
   const V bias = hn::Set(df, NegMaxLog2e(max));
@@ -336,7 +335,7 @@ HWY_INLINE double PlainRowExp(DF df, const PlainRow& row, float scale,
     std::size_t k = 0;
     while (k + 4 * N <= end) {
       V s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
-      for (std::size_t step = 0; step < kBlock && k + 4 * N <= end;
+      for (std::size_t step = 0; step < kLaneSumValues && k + 4 * N <= end;
            ++step, k += 4 * N) {
         s0 = hn::Add(s0, exp_store(k));
         s1 = hn::Add(s1, exp_store(k + N));

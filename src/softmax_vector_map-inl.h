@@ -140,9 +140,8 @@ HWY_INLINE hn::Vec<DF> MappedMax(DF df, const Segment& seg,
 }
 
 // Pass 2 over the nonempty vectors (full ones without reading the source)
-// and the tail: their exps stored to work and summed (f32 sums of at most
-// 4 values a lane, and the words' leftovers, widened every 16 vectors as
-// SegmentExp widens its blocks). The empty
+// and the tail: their exps stored to work and summed, in f32 sums of at most
+// kLaneSumValues values a lane widened into f64, as SegmentExp's. The empty
 // vectors' work is left as it is: pass 3 stores their zeros.
 template <bool kPlain, class DF, class Source>
 HWY_INLINE void MappedExp(DF df, const Segment& seg, const VectorMap& map,
@@ -159,7 +158,18 @@ HWY_INLINE void MappedExp(DF df, const Segment& seg, const VectorMap& map,
   float* work = seg.work;
   detail::RowPrefetch pf = prefetch;
   auto s0 = hn::Zero(df), s1 = s0, s2 = s0, s3 = s0;
-  std::size_t steps = 0;
+  // The values each lane of s0 added since the sums were last widened. s0
+  // takes the words' leftover vectors as well as a fourth of each four, so
+  // its count bounds the others'. Counting the fours alone let a row whose
+  // words each leave a few vectors (no four) add all of them to s0 in f32.
+  std::size_t added = 0;
+  const auto count_added = [&]() RLX_INLINE_LAMBDA {
+    if (++added == kLaneSumValues) {
+      AddWide(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), sum_lo, sum_hi);
+      s0 = s1 = s2 = s3 = hn::Zero(df);
+      added = 0;
+    }
+  };
   const auto pass = [&](const auto& source) RLX_INLINE_LAMBDA {
     const auto exp_store = [&](std::size_t v) RLX_INLINE_LAMBDA {
       const std::size_t k = v * N;
@@ -171,22 +181,19 @@ HWY_INLINE void MappedExp(DF df, const Segment& seg, const VectorMap& map,
     };
     ForEachVector<ClassOf<decltype(source)>()>(
         map,
-        [&](std::size_t v)
-            RLX_INLINE_LAMBDA { s0 = hn::Add(s0, exp_store(v)); },
+        [&](std::size_t v) RLX_INLINE_LAMBDA {
+          s0 = hn::Add(s0, exp_store(v));
+          count_added();
+        },
         [&](std::size_t v0, std::size_t v1, std::size_t v2, std::size_t v3)
             RLX_INLINE_LAMBDA {
               s0 = hn::Add(s0, exp_store(v0));
               s1 = hn::Add(s1, exp_store(v1));
               s2 = hn::Add(s2, exp_store(v2));
               s3 = hn::Add(s3, exp_store(v3));
-              // A prefetch step per 4 vectors, as SegmentExp's; the sums
-              // widened every 4 steps, as its blocks.
+              // A prefetch step per 4 vectors, as SegmentExp's.
               pf.Step();
-              if (++steps % 4 == 0) {
-                AddWide(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), sum_lo,
-                        sum_hi);
-                s0 = s1 = s2 = s3 = hn::Zero(df);
-              }
+              count_added();
             });
   };
   pass(NoSource{});
@@ -201,7 +208,7 @@ HWY_INLINE void MappedExp(DF df, const Segment& seg, const VectorMap& map,
                       src.Tail(df, seg.k0 + k, count, buffer), 0, log2e,
                       neg_max_log2e, max_v, options));
     StoreRowTail<ScoreType::kF32>(df, e, work + k, count);
-    s1 = hn::Add(s1, e);
+    s1 = hn::Add(s1, e);  // s1 holds at most added < kLaneSumValues values
   }
   AddWide(df, hn::Add(hn::Add(s0, s1), hn::Add(s2, s3)), sum_lo, sum_hi);
   prefetch = pf;

@@ -528,6 +528,59 @@ TEST_P(ScoreKernelsTest, LongRowsMatchTheOracle) {
   ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, true, false));
 }
 
+// Kept f32 rows sum to 1 within 1e-6 at any length (docs/KERNELS.md) only
+// because no f32 lane sum adds more than a few values before it is widened
+// into f64. These rows make any longer f32 sum fail: key 0's exp is 1 and
+// every other kept key's is 0.9 * 2^-24, less than half an ulp of 1, so a
+// lane that holds 1 drops each one added after it, and a lane sum of more
+// than about 20 values takes the row past 1 + 1e-6. The kept keys follow the vector map's worst case
+// (src/softmax_vector_map-inl.h) for N lanes: in each word of 64 vectors,
+// three full vectors and three holding one kept key, at lane 0, none
+// visited four at a time. Every mask source that reads them: keep bits and
+// explicit positions (the map), keep bytes and a bias (dense rows), and the
+// whole row kept (the plain passes), for each N a target may have.
+TEST_P(ScoreKernelsTest, KeptRowsSumToOneWhereF32SumsWouldDropKeys) {
+  constexpr std::size_t kLen = 8192;
+  const float tiny = std::log(0.9f * std::ldexp(1.0f, -24));
+  for (std::size_t lanes : {1u, 4u, 8u, 16u, 32u, 64u}) {
+    std::vector<std::uint8_t> keep(kLen, 0);
+    for (std::size_t v = 0; v < kLen / lanes; v += 64) {
+      for (std::size_t j = 0; j < 6 && (v + j + 1) * lanes <= kLen; ++j) {
+        for (std::size_t l = 0; l < (j < 3 ? lanes : 1); ++l) {
+          keep[(v + j) * lanes + l] = 1;
+        }
+      }
+    }
+    std::vector<std::uint64_t> bits((kLen + 63) / 64, 0);
+    std::vector<float> bias(kLen);
+    std::vector<std::int64_t> k_pos(kLen);
+    for (std::size_t k = 0; k < kLen; ++k) {
+      bits[k / 64] |= std::uint64_t{keep[k]} << (k % 64);
+      bias[k] = keep[k] != 0 ? 0.0f : -kInf;
+      k_pos[k] = keep[k] != 0 ? static_cast<std::int64_t>(k) : -1;
+    }
+    const std::int64_t q_pos = kLen;
+    const Shape4 row{1, 1, 1, kLen};
+    const MaskSpec masks[] = {
+        MaskSpec::keep_bits(bits.data(), row),
+        MaskSpec::causal().with_positions(&q_pos, k_pos.data()),
+        MaskSpec::keep(keep.data(), row), MaskSpec::bias(bias.data(), row),
+        MaskSpec::none()};
+    for (const MaskSpec& mask : masks) {
+      for (std::size_t misalign : {0u, 1u}) {
+        Config c;
+        c.shape = {1, 2, 1, kLen};
+        c.mask = mask;
+        c.misalign = misalign;
+        c.scores = [tiny](std::size_t, std::size_t, std::size_t,
+                          std::size_t k) { return k == 0 ? 0.0f : tiny; };
+        c.name = "f32 sums, " + std::to_string(lanes) + " lanes";
+        ASSERT_NO_FATAL_FAILURE(CheckSoftmax(c, false, false));
+      }
+    }
+  }
+}
+
 TEST_P(ScoreKernelsTest, ExplicitQueryOffsetsPlaceEachBatch) {
   // Chunked prefill: batch 0's queries start at 0, batch 1's at 9, batch 2's
   // before key 0 (rows entirely masked), batch 3's past the end.
