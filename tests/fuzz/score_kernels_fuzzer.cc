@@ -104,6 +104,7 @@ struct Case {
   std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
   bool row_lse = false;              // whether options.row_lse is checked
   std::vector<float> scores;         // contiguous [b, h, q, k]
+  bool rounding_scores = false;      // the pattern of Decode's last byte
 };
 
 // A broadcast of the dense part `mask` (whose data has the extents of
@@ -368,6 +369,23 @@ Case Decode(Reader& r) {
   }
   c.options.zero_masked = !(extras & 4);
   c.row_lse = (extras & 8) != 0;
+  // Scores that test the sums' rounding, when the byte after the options
+  // is kRoundingScores (one value: few inputs written before it existed
+  // have it there, so nearly all decode as before) and the next gives a
+  // stride from 2 to 129. Keys one in `stride` get the transformed score 0,
+  // every other key one whose exp is 0.9 * 2^-24 of that, below half an
+  // ulp of 1. An f32 lane sum that holds a 1 drops each one added after
+  // it, so a sum of more than a few values a lane before its widening into
+  // f64 (docs/KERNELS.md) shows as a row that misses 1 by over 1e-6.
+  constexpr std::uint32_t kRoundingScores = 0x5C;
+  if (r.Byte() == kRoundingScores) {
+    const std::size_t stride = 2 + r.Byte() % 128;
+    const float tiny = std::log(0.9f * std::ldexp(1.0f, -24));
+    for (std::size_t i = 0; i < n; ++i) {
+      c.scores[i] = (i % k_len) % stride == 0 ? 0.0f : tiny / c.options.scale;
+    }
+    c.rounding_scores = true;
+  }
   return c;
 }
 
@@ -727,6 +745,7 @@ class Census {
     if (!c.slopes.empty()) Add("option alibi_slopes");
     if (!c.options.zero_masked) Add("option zero_masked = false");
     if (c.row_lse) Add("option row_lse");
+    if (c.rounding_scores) Add("rounding scores");
   }
 
   // Prints the counts; exits with 1 if a feature was never drawn.
@@ -751,7 +770,8 @@ class Census {
                                        "option sink_logits",
                                        "option alibi_slopes",
                                        "option zero_masked = false",
-                                       "option row_lse"};
+                                       "option row_lse",
+                                       "rounding scores"};
     for (const MaskKind kind : kinds::kAllMaskKinds) {
       wanted.push_back(std::string("kind ") + kinds::NameOf(kind));
     }
