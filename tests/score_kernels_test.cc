@@ -530,15 +530,15 @@ TEST_P(ScoreKernelsTest, LongRowsMatchTheOracle) {
 
 // Kept f32 rows sum to 1 within 1e-6 at any length (docs/KERNELS.md) only
 // because no f32 lane sum adds more than a few values before it is widened
-// into f64. These rows make any longer f32 sum fail: key 0's exp is 1 and
+// into f64. These rows make longer f32 sums fail: key 0's exp is 1 and
 // every other kept key's is 0.9 * 2^-24, less than half an ulp of 1, so a
 // lane that holds 1 drops each one added after it, and a lane sum of more
-// than about 20 values takes the row past 1 + 1e-6. The kept keys follow the vector map's worst case
-// (src/softmax_vector_map-inl.h) for N lanes: in each word of 64 vectors,
-// three full vectors and three holding one kept key, at lane 0, none
-// visited four at a time. Every mask source that reads them: keep bits and
-// explicit positions (the map), keep bytes and a bias (dense rows), and the
-// whole row kept (the plain passes), for each N a target may have.
+// than about 20 values takes the row past 1 + 1e-6. The kept keys follow the
+// vector map's worst case (src/softmax_vector_map-inl.h) for N lanes: in each
+// word of 64 vectors, three full vectors and three holding one kept key, at
+// lane 0, none visited four at a time. Every mask source that reads them: keep
+// bits and explicit positions (the map), keep bytes and a bias (dense rows),
+// and the whole row kept (the plain passes), for each N a target may have.
 TEST_P(ScoreKernelsTest, KeptRowsSumToOneWhereF32SumsWouldDropKeys) {
   constexpr std::size_t kLen = 8192;
   const float tiny = std::log(0.9f * std::ldexp(1.0f, -24));
