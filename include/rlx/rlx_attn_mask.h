@@ -27,13 +27,8 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Exported from the shared library even when the build hides symbols by
- * default (-fvisibility=hidden). */
-#if defined(__GNUC__) || defined(__clang__)
-#define RLX_ATTN_MASK_API __attribute__((visibility("default")))
-#else
-#define RLX_ATTN_MASK_API
-#endif
+#include <rlx/export.h>
+#include <rlx/version.h> /* rlx_version() and the version macros */
 
 #ifdef __cplusplus
 extern "C" {
