@@ -2,9 +2,8 @@
 // One version everywhere: the header's macros, rlx::version() and
 // rlx_version() all say CMake's project(VERSION), which the build passes in
 // as RLX_EXPECTED_VERSION.
-#include <rlx/version.h>
-
 #include <gtest/gtest.h>
+#include <rlx/version.h>
 
 #include <string>
 
