@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Builds and runs a C consumer (tests/pkgconfig_consumer/main.c) against an
 # installed rlx-attn-mask, using nothing but `pkg-config rlx-attn-mask`, and
-# links it with the C compiler driver, so the .pc file's Libs must name the
-# C++ runtime and Highway for a static library.
+# links it with the C compiler driver, so the .pc file must name the C++
+# runtime and Highway for a static library (`pkg-config --static`).
 #
 #   scripts/consumer_pkgconfig.sh PREFIX
 #       against a tree already installed (cmake --install BUILD --prefix PREFIX)
@@ -53,11 +53,15 @@ if [ -z "$pc" ]; then
 fi
 export PKG_CONFIG_PATH="$(dirname "$pc")${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
 
+# A static library's dependencies (Highway, the C++ runtime) are its
+# private ones: --static asks for them, as the .pc file says.
+static=()
+libdir=$(pkg-config --variable=libdir rlx-attn-mask)
+[ -e "$libdir/librlx_attn_mask.so" ] || static=(--static)
 read -r -a cflags <<<"$(pkg-config --cflags rlx-attn-mask)"
-read -r -a libs <<<"$(pkg-config --libs rlx-attn-mask)"
+read -r -a libs <<<"$(pkg-config --libs ${static[@]+"${static[@]}"} rlx-attn-mask)"
 read -r -a extra_cflags <<<"${CFLAGS:-}"
 read -r -a extra_ldflags <<<"${LDFLAGS:-}"
-libdir=$(pkg-config --variable=libdir rlx-attn-mask)
 echo "consumer_pkgconfig: $pc"
 echo "  cflags: ${cflags[*]}"
 echo "  libs:   ${libs[*]}"

@@ -12,6 +12,8 @@
 #ifndef RLX_ATTN_MASK_H_
 #define RLX_ATTN_MASK_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -21,23 +23,25 @@ namespace rlx {
 // Causal decode mask padded to bucket `upper`: length upper + 1, 1.0f at
 // i < past_seq and at i == upper, 0.0f elsewhere.
 // Throws std::invalid_argument if past_seq > upper.
-std::vector<float> bucket_decode_mask(std::size_t past_seq, std::size_t upper);
+RLX_ATTN_MASK_API std::vector<float> bucket_decode_mask(std::size_t past_seq,
+                                                        std::size_t upper);
 
 // Sliding-window decode mask: 1.0f at lo <= i < past_seq and at i == upper,
 // lo = past_seq - min(window, past_seq). The current token (absolute position
 // past_seq) attends to the `window` most recent cached keys and itself.
 // window == 0 means no window: the causal mask above, as does any
 // window >= past_seq. Throws std::invalid_argument if past_seq > upper.
-std::vector<float> bucket_decode_mask_windowed(std::size_t past_seq,
-                                               std::size_t upper,
-                                               std::size_t window);
+RLX_ATTN_MASK_API std::vector<float> bucket_decode_mask_windowed(
+    std::size_t past_seq, std::size_t upper, std::size_t window);
 
 // Writes bucket_decode_mask_windowed(past_seq, upper, window) into `out`
 // without allocating, with the SIMD kernel of the active target. `out` may be
 // unaligned. Throws std::invalid_argument, writing nothing, if
 // out.size() != upper + 1 or past_seq > upper (or upper + 1 overflows).
-void fill_bucket_decode_mask(std::span<float> out, std::size_t past_seq,
-                             std::size_t upper, std::size_t window = 0);
+RLX_ATTN_MASK_API void fill_bucket_decode_mask(std::span<float> out,
+                                               std::size_t past_seq,
+                                               std::size_t upper,
+                                               std::size_t window = 0);
 
 }  // namespace rlx
 

@@ -9,6 +9,8 @@
 #ifndef RLX_BLOCK_MASK_H_
 #define RLX_BLOCK_MASK_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <cstdint>
 
@@ -38,9 +40,9 @@ struct BlockMaskView {
 // 0, extents that do not match out's, null arrays, indices outside the
 // shape, block counts above UINT32_MAX, or an invalid mask; nothing is
 // written then.
-void classify_blocks(const MaskSpec& mask, const Shape4& shape,
-                     std::size_t batch_index, std::size_t head, std::size_t tq,
-                     std::size_t tk, const BlockMaskView& out);
+RLX_ATTN_MASK_API void classify_blocks(
+    const MaskSpec& mask, const Shape4& shape, std::size_t batch_index,
+    std::size_t head, std::size_t tq, std::size_t tk, const BlockMaskView& out);
 
 }  // namespace rlx
 

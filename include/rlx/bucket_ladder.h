@@ -6,6 +6,8 @@
 #ifndef RLX_BUCKET_LADDER_H_
 #define RLX_BUCKET_LADDER_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -53,7 +55,7 @@ inline double prefill(std::uint64_t upper) {
 
 // An ordered list of non-overlapping buckets. Gaps between buckets are
 // allowed; a key in a gap (or outside every bucket) routes nowhere.
-class BucketLadder {
+class RLX_ATTN_MASK_API BucketLadder {
  public:
   // Throws std::invalid_argument (naming the offending bucket) for an empty
   // list, an empty bucket (start >= end), or unsorted or overlapping buckets

@@ -15,6 +15,8 @@
 #ifndef RLX_SCORE_KERNELS_H_
 #define RLX_SCORE_KERNELS_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <vector>
 
@@ -26,17 +28,18 @@ namespace rlx {
 // to under `mask`. For dense kinds and None this is the whole row [0, k_len):
 // which keys a dense mask keeps is decided per element. Executors use this to
 // skip the masked part of P x V. Throws std::invalid_argument as above.
-KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
-                   std::size_t q_len, std::size_t k_len);
+RLX_ATTN_MASK_API KeptKeys kept_keys(const MaskSpec& mask,
+                                     std::size_t batch_index, std::size_t q,
+                                     std::size_t q_len, std::size_t k_len);
 
 // Masked scores become `fill` (default -inf; -1e9f reproduces the RLX CPU
 // executor). Kept scores are left untouched, bit for bit. A Bias mask is
 // added to every score instead (its -inf entries give -inf). bf16/f16 views
 // store `fill` rounded to their type (-1e9f is -inf in f16).
-void apply_mask(const ScoreView& scores, const MaskSpec& mask,
-                float fill = kNegInf);
-void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
-                float fill = kNegInf);
+RLX_ATTN_MASK_API void apply_mask(const ScoreView& scores, const MaskSpec& mask,
+                                  float fill = kNegInf);
+RLX_ATTN_MASK_API void apply_mask(const ScoreView& scores, const MaskSpec& mask,
+                                  RowRange rows, float fill = kNegInf);
 
 // docs/SEMANTICS.md, "Softmax extensions".
 struct SoftmaxOptions {
@@ -67,7 +70,8 @@ struct SoftmaxOptions {
 // m0 = 2^(-max_bias / n), m1 = 2^(-max_bias / 2n), slope m0^(h+1) for h < n,
 // else m1^(2(h-n)+1). Throws std::invalid_argument for 0 heads or a
 // max_bias that is NaN, negative or infinite.
-std::vector<float> alibi_slopes(std::size_t heads, float max_bias = 8.0f);
+RLX_ATTN_MASK_API std::vector<float> alibi_slopes(std::size_t heads,
+                                                  float max_bias = 8.0f);
 
 // Per row: p = softmax(mask(softcap(scale * s))), computed in f32 for every
 // row type. Masked positions come out exactly 0; a row with no kept key (or
@@ -87,13 +91,17 @@ std::vector<float> alibi_slopes(std::size_t heads, float max_bias = 8.0f);
 // 4 bytes per key), which later calls reuse and longer rows grow; it is
 // freed when the thread exits. If that allocation fails, the call throws
 // std::bad_alloc before it writes anything.
-void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
-                    const SoftmaxOptions& options = {});
-void masked_softmax(const ScoreView& scores, const MaskSpec& mask,
-                    const SoftmaxOptions& options, RowRange rows);
-void masked_softmax(const ScoreView& in, const ScoreView& out,
-                    const MaskSpec& mask, const SoftmaxOptions& options,
-                    RowRange rows);
+RLX_ATTN_MASK_API void masked_softmax(const ScoreView& scores,
+                                      const MaskSpec& mask,
+                                      const SoftmaxOptions& options = {});
+RLX_ATTN_MASK_API void masked_softmax(const ScoreView& scores,
+                                      const MaskSpec& mask,
+                                      const SoftmaxOptions& options,
+                                      RowRange rows);
+RLX_ATTN_MASK_API void masked_softmax(const ScoreView& in, const ScoreView& out,
+                                      const MaskSpec& mask,
+                                      const SoftmaxOptions& options,
+                                      RowRange rows);
 
 }  // namespace rlx
 

@@ -21,6 +21,8 @@
 #ifndef RLX_SOFTMAX_MERGE_H_
 #define RLX_SOFTMAX_MERGE_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <span>
 
@@ -53,9 +55,9 @@ struct SoftmaxPart {
 // a row stride below k_len, a view that cannot exist in memory, parts that
 // differ in type, batch, heads or q_len, or a NaN or +inf sink logit.
 // Nothing is written then.
-void merge_softmax_parts(std::span<const SoftmaxPart> parts,
-                         float* merged_lse = nullptr,
-                         const float* sink_logits = nullptr);
+RLX_ATTN_MASK_API void merge_softmax_parts(std::span<const SoftmaxPart> parts,
+                                           float* merged_lse = nullptr,
+                                           const float* sink_logits = nullptr);
 
 }  // namespace rlx
 

@@ -24,6 +24,8 @@
 #ifndef RLX_SOFTMAX_SPLIT_H_
 #define RLX_SOFTMAX_SPLIT_H_
 
+#include <rlx/export.h>
+
 #include <cstddef>
 #include <span>
 
@@ -55,9 +57,9 @@ inline constexpr double kMaskedKeyFillCost = 0.25;
 // std::invalid_argument naming split_kept_keys and the values for parts 0,
 // part >= parts, a masked_key_cost outside [0, 1], or intervals that are
 // empty, out of order or beyond k_len.
-KeyRange split_kept_keys(const KeptKeys& kept, std::size_t k_len,
-                         std::size_t part, std::size_t parts,
-                         double masked_key_cost = kMaskedKeyFillCost);
+RLX_ATTN_MASK_API KeyRange
+split_kept_keys(const KeptKeys& kept, std::size_t k_len, std::size_t part,
+                std::size_t parts, double masked_key_cost = kMaskedKeyFillCost);
 
 // One part's statistics for one row, written by masked_softmax_part: the
 // part's stored values v_k relate to the row's transformed kept scores z_k
@@ -82,12 +84,15 @@ struct SoftmaxPartStats {
 // for what masked_softmax rejects, a null stats, or keys.begin > keys.end or
 // keys.end > k_len; nothing is written then. Allocates as masked_softmax
 // does.
-void masked_softmax_part(const ScoreView& scores, const MaskSpec& mask,
-                         KeyRange keys, SoftmaxPartStats* stats,
-                         const SoftmaxOptions& options, RowRange rows);
-void masked_softmax_part(const ScoreView& scores, const MaskSpec& mask,
-                         KeyRange keys, SoftmaxPartStats* stats,
-                         const SoftmaxOptions& options = {});
+RLX_ATTN_MASK_API void masked_softmax_part(const ScoreView& scores,
+                                           const MaskSpec& mask, KeyRange keys,
+                                           SoftmaxPartStats* stats,
+                                           const SoftmaxOptions& options,
+                                           RowRange rows);
+RLX_ATTN_MASK_API void masked_softmax_part(const ScoreView& scores,
+                                           const MaskSpec& mask, KeyRange keys,
+                                           SoftmaxPartStats* stats,
+                                           const SoftmaxOptions& options = {});
 
 // Step 2 for part `part` of `parts` (each part's stats array, in the same
 // order for every part): per row r of `rows`, the row's log-sum-exp
@@ -110,15 +115,14 @@ void masked_softmax_part(const ScoreView& scores, const MaskSpec& mask,
 // Throws std::invalid_argument naming finish_softmax_part and the values for
 // what masked_softmax_part rejects, no parts, a null parts[i], part >=
 // parts.size(), or a NaN or +inf sink logit; nothing is written then.
-void finish_softmax_part(const ScoreView& scores, const MaskSpec& mask,
-                         KeyRange keys,
-                         std::span<const SoftmaxPartStats* const> parts,
-                         std::size_t part, const SoftmaxOptions& options,
-                         RowRange rows);
-void finish_softmax_part(const ScoreView& scores, const MaskSpec& mask,
-                         KeyRange keys,
-                         std::span<const SoftmaxPartStats* const> parts,
-                         std::size_t part, const SoftmaxOptions& options = {});
+RLX_ATTN_MASK_API void finish_softmax_part(
+    const ScoreView& scores, const MaskSpec& mask, KeyRange keys,
+    std::span<const SoftmaxPartStats* const> parts, std::size_t part,
+    const SoftmaxOptions& options, RowRange rows);
+RLX_ATTN_MASK_API void finish_softmax_part(
+    const ScoreView& scores, const MaskSpec& mask, KeyRange keys,
+    std::span<const SoftmaxPartStats* const> parts, std::size_t part,
+    const SoftmaxOptions& options = {});
 
 }  // namespace rlx
 

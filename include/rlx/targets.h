@@ -13,6 +13,8 @@
 #ifndef RLX_TARGETS_H_
 #define RLX_TARGETS_H_
 
+#include <rlx/export.h>
+
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,27 +22,27 @@
 namespace rlx {
 
 // Targets compiled into this library, best first.
-std::vector<std::string> compiled_targets();
+RLX_ATTN_MASK_API std::vector<std::string> compiled_targets();
 
 // Compiled targets this CPU can run, best first. Never empty: the portable
 // fallback (SCALAR or EMU128) runs everywhere.
-std::vector<std::string> supported_targets();
+RLX_ATTN_MASK_API std::vector<std::string> supported_targets();
 
 // The target the next kernel call dispatches to. Throws std::invalid_argument
 // if RLX_ATTN_TARGET names a target that is unknown or not supported here.
-std::string active_target();
+RLX_ATTN_MASK_API std::string active_target();
 
 // The target whose code the next kernel call runs, as that code reports it
 // itself: a function compiled once per target, reached through the same
 // dispatch table as the kernels. Equals active_target() unless the dispatch
 // is broken, which is what tests check it for. Throws like active_target().
-std::string dispatched_target();
+RLX_ATTN_MASK_API std::string dispatched_target();
 
 // Makes every later kernel call use `name`; "" returns to automatic choice
 // (the best supported target; RLX_ATTN_TARGET is not read again). Throws
 // std::invalid_argument, listing the supported targets, if `name` is not one
 // of them; the active target is unchanged then.
-void force_target(std::string_view name);
+RLX_ATTN_MASK_API void force_target(std::string_view name);
 
 }  // namespace rlx
 
