@@ -244,8 +244,7 @@ StoreBF16PairsAvx512(const float* HWY_RESTRICT work,
 // them). Bit for bit StoreProbabilityPair's result for products that are
 // numbers or the quiet NaN and not subnormal: the instruction reads a
 // subnormal as 0, and pass 3 holds FlushToZeroScope, under which no product
-// is subnormal. D2bf16 took 0.92x, D1bf16 0.94x the time (AVX3, Zen 4,
-// docs/PERFORMANCE.md).
+// is subnormal. D2bf16 takes 0.92x, D1bf16 0.94x the time (AVX3, Zen 4).
 template <class DF>
 HWY_INLINE std::size_t StoreBF16PairsNatively(DF df,
                                               const float* HWY_RESTRICT work,
@@ -316,10 +315,9 @@ constexpr bool kMaskedTails = HWY_TARGET == HWY_AVX3 ||
 // full vector aligned. AVX2's 32-byte vectors split on every other unaligned
 // access only, and its masked store is slow: there the head did not pay.
 // Nor does it below 4 vectors: a short run (a 16-key row) then takes a head
-// and a tail partial instead of one split access per vector. Measured (AVX3,
-// docs/PERFORMANCE.md): rows of 16 keys 0.68x the time without the head;
-// raising the bound to 32 vectors gained D1's 300-key rows 2%, within noise,
-// and was not kept.
+// and a tail partial instead of one split access per vector. Measured
+// (AVX3): rows of 16 keys 0.68x the time without the head; a bound of 32
+// vectors gains D1's 300-key rows 2%, within noise.
 template <ScoreType kType, class D, typename T>
 HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
   if constexpr (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) {

@@ -75,7 +75,7 @@ constexpr std::size_t kPlainRowKeys =
 // 2 load them from the row (twice, but with no pass, store or reload of
 // their own), elsewhere into the batch's f32 scratch as they join it (their
 // maximum taken on the way). Measured against the scratch (5 alternated
-// runs, Zen 5, docs/PERFORMANCE.md): AVX3 D1bf16 0.89x, D1f16 0.91x the
+// runs, Zen 5): AVX3 D1bf16 0.89x, D1f16 0.91x the
 // time, with the carried pass 1 that a pass 1 without stores allows (the
 // scratch's carried conversion was 1.06x slower); D2wbf16 and D2wf16 1.01x.
 // AVX2, whose vectors are half as wide, pays the second conversion in its

@@ -63,7 +63,7 @@ inline std::size_t DenseRowBytes(DenseKind dense, std::size_t n) {
 // Calls whose rows total at most kPrefetchMinBytes are not prefetched:
 // they sit in L1 or L2 already (a decode step at a short context, just
 // written by QK^T), and the prefetches only take load slots. Measured
-// (AVX3, docs/PERFORMANCE.md): D1 (66 KiB) 7% faster without them, while
+// (AVX3): D1 (66 KiB) 7% faster without them, while
 // P2 (128 MiB) is 1.55x slower without them.
 constexpr std::size_t kPrefetchMinBytes = 128 * 1024;
 // Calls above kFinishMinBytes (beyond the L2 and most of an L3 share:
@@ -77,7 +77,7 @@ constexpr std::size_t kFinishMinBytes = 8 * 1024 * 1024;
 // larger than L1 evicts its own first lines, and the batch's rows, before
 // their passes read them: D2w's batches of 7 rows of 4097 keys planned
 // 112 KiB and took 1.07-1.09x the time they take without one (AVX3 on Zen
-// 5, docs/PERFORMANCE.md). The bound keeps the plans of P1's batches (8
+// 5). The bound keeps the plans of P1's batches (8
 // rows of 512 keys: 16 KiB in place, 32 KiB out of place); sizes between
 // it and D2w's are not measured.
 constexpr std::size_t kMaxBatchPlanBytes = 32 * 1024;
@@ -354,8 +354,8 @@ HWY_NOINLINE void GeneralRowsOf(const ScoreView& in, const ScoreView& out,
 // whole-row segment with no key outside it, so the loop keeps only its
 // addresses and the next row's prefetch, none of GeneralRowsOf's kept
 // intervals, keep bytes, 16-bit scratch or fill. Through GeneralRowsOf
-// these steps took 5-6% of P4 (a causal bias), 10% of its rows in L2
-// (docs/PERFORMANCE.md). 16-bit rows, which convert into a scratch, stay
+// these steps take 5-6% of P4 (a causal bias), 10% of its rows in L2.
+// 16-bit rows, which convert into a scratch, stay
 // there.
 HWY_NOINLINE void DenseF32RowsOf(const ScoreView& in, const ScoreView& out,
                                  const MaskSpec& mask,

@@ -4,7 +4,7 @@
 // takes the nearest compiled target: RLX_DYNAMIC_DISPATCH_NEAREST in
 // src/dispatch.h). Nothing AVX3_DL adds (VNNI, VBMI2, VPCLMULQDQ, VAES,
 // BITALG) serves exp, max or the f32 <-> 16-bit conversions, and the two
-// compiled the same loops (docs/PERFORMANCE.md), so the copy cost a fifth
+// compile to the same loops, so the copy would cost a fifth
 // of these units' build for nothing. Include first, before any Highway
 // header; no include guard: it only sets the macro.
 #undef HWY_DISABLED_TARGETS

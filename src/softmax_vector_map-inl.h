@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The three passes over a segment whose vectors are classed by a map
-// (issue 22, item 3): a vector of N keys that holds no kept key is never
+// The three passes over a segment whose vectors are classed by a map:
+// a vector of N keys that holds no kept key is never
 // loaded, exp'ed or summed, only stored as zero; one whose keys are all
 // kept takes the plain passes (no keep byte read); the others take the
 // per-element passes as before. Re-included per target; src/softmax_row-inl.h
@@ -10,9 +10,9 @@
 // The vectors are visited by the set (or clear) bits of the map, lowest
 // first: the loops branch on the bits' count, not on each vector's class,
 // so a class pattern that changes every few vectors (shuffled pages) costs
-// no mispredicted branch per vector. (Tried first: each run of kept keys as
-// a segment of its own; PG, 56 runs a row, was 1.5x slower than reading
-// the bytes, from the variable trip counts of every pass per run.)
+// no mispredicted branch per vector. (Each run of kept keys as a segment
+// of its own makes PG, 56 runs a row, 1.5x slower than reading the bytes,
+// from the variable trip counts of every pass per run.)
 
 #if defined(RLX_SRC_SOFTMAX_VECTOR_MAP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_VECTOR_MAP_INL_H_

@@ -4,8 +4,8 @@
 //
 // Why: the passes run on f32 (src/softmax_row-inl.h). A 16-bit row's kept
 // keys are converted into a 32 KiB stack scratch (kStackExpKeys keys); a
-// longer row would otherwise recompute exps (D3bf16, 17001 kept keys, was
-// 1.1x slower than f32 D3 for it). The buffer is allocated the first time a
+// longer row would otherwise recompute exps (D3bf16, 17001 kept keys, then
+// takes 1.1x the time of f32 D3). The buffer is allocated the first time a
 // thread meets such a row, grown when it meets a longer one, and kept until
 // the thread exits: a decode loop allocates once per thread, never per
 // call. masked_softmax takes it before it writes any row, so that a failed

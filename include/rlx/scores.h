@@ -137,7 +137,7 @@ struct MaskSpec {
   // Optional per-batch absolute position of query row 0 (batch entries);
   // nullptr means k_len - q_len for every batch. May be negative.
   const std::int64_t* query_offsets = nullptr;
-  // The rules (v2); 0 / nullptr = absent.
+  // The rules; 0 / nullptr = absent.
   // W, C and S: 0 = none; a kernel given one above INT64_MAX throws
   // std::invalid_argument (positions are int64).
   std::size_t window_keys = 0;               // W, counting the query

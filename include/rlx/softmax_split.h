@@ -42,7 +42,7 @@ struct KeyRange {
 
 // What the default mode's zero fill of a masked key costs, relative to the
 // softmax of a kept key (three passes and an exp): about a quarter
-// (measured on AVX3, docs/PERFORMANCE.md, "Split rows finished in place").
+// (measured on AVX3 with split_row_in_place, bench/softmax_ext_bench.cc).
 inline constexpr double kMaskedKeyFillCost = 0.25;
 
 // Part `part` of a balanced split of a row into `parts` key ranges: the
