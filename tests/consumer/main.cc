@@ -4,6 +4,7 @@
 #include <rlx/attn_mask.h>
 #include <rlx/bucket_ladder.h>
 #include <rlx/targets.h>
+#include <rlx/version.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -67,6 +68,15 @@ int main() {
     Check(active == expect,
           "active_target() " + active + " == RLX_EXPECT_ACTIVE " + expect);
   }
+
+  // One version: the headers', the library's and (when the consumer's
+  // CMake passes it) the package's that find_package or the parent found.
+  Check(rlx::version() == RLX_ATTN_MASK_VERSION_STRING,
+        "rlx::version() == RLX_ATTN_MASK_VERSION_STRING");
+#ifdef RLX_PACKAGE_VERSION
+  Check(rlx::version() == RLX_PACKAGE_VERSION,
+        std::string("rlx::version() == the package's ") + RLX_PACKAGE_VERSION);
+#endif
 
   std::cout << "consumer: " << (failures == 0 ? "OK" : "FAILED")
             << ", active target " << active << '\n';
