@@ -22,13 +22,12 @@
 #ifndef RLX_RLX_ATTN_MASK_H_
 #define RLX_RLX_ATTN_MASK_H_
 
+#include <rlx/export.h>
+#include <rlx/version.h> /* rlx_version() and the version macros */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-
-#include <rlx/export.h>
-#include <rlx/version.h> /* rlx_version() and the version macros */
 
 #ifdef __cplusplus
 extern "C" {
