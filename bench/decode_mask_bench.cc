@@ -8,7 +8,7 @@
 
 #include "bench/bench_util.h"
 #include "rlx/attn_mask.h"
-#include "src/reference.h"
+#include "tests/reference/reference.h"
 
 namespace rlx::bench {
 namespace {

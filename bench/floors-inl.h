@@ -18,9 +18,9 @@
 #include "hwy/contrib/math/math-inl.h"
 #include "hwy/highway.h"
 #include "rlx/scores.h"
-#include "src/row_convert-inl.h"
-#include "src/softmax_exp-inl.h"
-#include "src/softmax_passes-inl.h"
+#include "src/softmax/softmax_exp-inl.h"
+#include "src/softmax/softmax_passes-inl.h"
+#include "src/util/row_convert-inl.h"
 
 // A floor's loops at 64-byte boundaries, where GCC can: their placement
 // alone moved a floor's time by up to 8% (below).
@@ -70,7 +70,7 @@ HWY_NOINLINE void CopyBytes(const std::uint8_t* HWY_RESTRICT from,
 // caller passes as 0: a compiler that saw it would drop the stores of
 // unchanged bytes, and the floor would time nothing. A zero run of at least
 // a vector is stored as the kernels' fills store it (StoreRun,
-// src/store_run-inl.h): one unaligned vector at its start, aligned vectors
+// src/util/store_run-inl.h): one unaligned vector at its start, aligned vectors
 // on, one unaligned vector ending at its end. A run of vectors from its
 // start splits nearly every store across two cache lines: touch_floor/D1
 // and D2w took 1.25x and 1.31x the time that way (AVX3, Zen 4).
@@ -258,7 +258,7 @@ HWY_INLINE void PlainSoftmaxRow(D d, float* HWY_RESTRICT row, std::size_t n) {
 // The keys of a row at `row` before its first 64-byte boundary, which the
 // floor at the rows' own alignment takes as one partial vector so that its
 // loops load and store whole lines, as the kernels' long rows do
-// (KeysToAlign, src/row_convert-inl.h): on AVX-512 only, for rows of at
+// (KeysToAlign, src/util/row_convert-inl.h): on AVX-512 only, for rows of at
 // least 64 vectors. Measured on Zen 4 (5 alternated runs, ÷ the same floor
 // without the head): D2, D3 and D2full 0.92-0.96, but D2w (512 keys)
 // 1.03-1.04 and D1 (300) 1.05, and on AVX2 D2 and D2full 1.03: a partial
@@ -565,7 +565,7 @@ HWY_NOINLINE void ContractSoftmaxRows(void* data, ScoreType type,
 // keys to f32 into `work` (L1, reused by every row) as it takes their
 // maximum, pass 2 runs on `work` as PlainSoftmaxRow on its row, and pass 3
 // converts its results back as it stores them into the row. The
-// conversions are the library's (src/row_convert-inl.h), as masked_softmax
+// conversions are the library's (src/util/row_convert-inl.h), as masked_softmax
 // converts such rows. (Converting in passes 1 and 2 as they load, with
 // `work` holding only the exps, took 1.02-1.16x the time on AVX3 and AVX2.)
 // Loads and stores may run up to one vector past `n`, as PlainSoftmaxRow's

@@ -13,7 +13,7 @@
 #include "bench/floors-inl.h"
 
 #if HWY_ONCE
-#include "src/dispatch.h"
+#include "src/dispatch/dispatch.h"
 
 namespace rlx::bench {
 

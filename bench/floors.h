@@ -3,7 +3,7 @@
 // for the same bytes (a plain copy) and for the same number of exponentials
 // (Highway's contrib/math Exp), and for the memory accesses of an in-place
 // masked kernel (kept bytes read and written, masked bytes written). Per
-// target, dispatched like the library (src/dispatch.h), so they follow
+// target, dispatched like the library (src/dispatch/dispatch.h), so they follow
 // rlx::force_target.
 #ifndef RLX_BENCH_FLOORS_H_
 #define RLX_BENCH_FLOORS_H_

@@ -31,7 +31,7 @@
 #include "bench/suites.h"
 #include "bench/workloads.h"
 #include "rlx/score_kernels.h"
-#include "src/reference.h"
+#include "tests/reference/reference.h"
 
 namespace rlx::bench {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
-#include "src/half_codec.h"
-#include "src/reference.h"
+#include "src/util/half_codec.h"
+#include "tests/reference/reference.h"
 
 namespace rlx::bench {
 namespace {

@@ -180,7 +180,7 @@ struct KeptRows {
 // finds them at (rows of 513, 4097 or 32769 keys are unaligned).
 const KeptRows& KeptRowsOf(const Workload& w, bool unaligned);
 
-// Scalar conversions for 16-bit rows: src/half_codec.h (round to nearest
+// Scalar conversions for 16-bit rows: src/util/half_codec.h (round to nearest
 // even), typed for the row element structs.
 float ToF32(bf16 v);
 float ToF32(f16 v);

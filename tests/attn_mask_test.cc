@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "rlx/bucket_ladder.h"
-#include "src/reference.h"
 #include "tests/per_target.h"
+#include "tests/reference/reference.h"
 
 namespace rlx {
 namespace {

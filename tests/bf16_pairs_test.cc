@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Pass 3's bf16 stores (src/row_convert-inl.h), on every target (Highway's
+// Pass 3's bf16 stores (src/util/row_convert-inl.h), on every target (Highway's
 // per-target test pattern): StoreProbabilityPair, and StoreBF16PairsNatively
 // where the target and CPU have AVX512_BF16, each store exactly the bf16 of
-// src/half_codec.h of every product work[k] * inv_sum, bit for bit, for
+// src/util/half_codec.h of every product work[k] * inv_sum, bit for bit, for
 // numbers (ties to even, carries into the exponent, overflow to inf,
 // negative, zero, products that flush to zero under FlushToZeroScope) and
 // the quiet NaN of a NaN row, from unaligned pointers and with odd counts.
@@ -21,10 +21,10 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/tests/test_util-inl.h"
-#include "src/cpu_features.h"
-#include "src/half_codec.h"
-#include "src/row_convert-inl.h"
-#include "src/softmax_exp-inl.h"
+#include "src/dispatch/cpu_features.h"
+#include "src/softmax/softmax_exp-inl.h"
+#include "src/util/half_codec.h"
+#include "src/util/row_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -138,7 +138,7 @@ void TestBF16PairsMatchTheCodec() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "src/dispatch.h"
+#include "src/dispatch/dispatch.h"
 #include "tests/per_target.h"
 
 namespace rlx {

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
-#include "src/reference.h"
 #include "tests/error_of.h"
 #include "tests/per_target.h"
+#include "tests/reference/reference.h"
 #include "tests/rule_masks.h"
 
 namespace rlx {

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The half-precision codec (src/half_codec.h) over every one of the 65,536
+// The half-precision codec (src/util/half_codec.h) over every one of the 65,536
 // bf16 and f16 bit patterns: decoding against the formula of each format,
 // decode then encode giving the pattern back, and encoding of the values
 // between each pair of neighbours (the midpoint, and the f32 or f64 values
 // just either side of it) rounding to the nearer one, ties to even. Then,
-// once per target, the kernels' own conversion (src/row_convert-inl.h) is
+// once per target, the kernels' own conversion (src/util/row_convert-inl.h) is
 // held to the codec bit for bit: apply_mask with a bias computes each score
 // plus its bias in f32 and stores it rounded to the row type.
-#include "src/half_codec.h"
+#include "src/util/half_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -19,10 +19,10 @@
 
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
-#include "src/mask_rows.h"
-#include "src/reference.h"
+#include "src/mask/mask_rows.h"
 #include "tests/error_of.h"
 #include "tests/per_target.h"
+#include "tests/reference/reference.h"
 #include "tests/rule_masks.h"
 #include "tests/score_check.h"
 

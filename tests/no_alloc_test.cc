@@ -175,8 +175,8 @@ constexpr ScoreType kTypes[] = {ScoreType::kF32, ScoreType::kBF16,
 
 // Every call allocates nothing, but for one exception: a thread's first
 // 16-bit row longer than the stack scratch (8192 keys) allocates the
-// thread's exp buffer, once (src/thread_exp_buffer.h), checked by the next
-// test. Here the thread has met a row as long as these first.
+// thread's exp buffer, once (src/softmax/thread_exp_buffer.h), checked by the
+// next test. Here the thread has met a row as long as these first.
 TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   std::mt19937_64 rng(77);
   {

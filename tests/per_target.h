@@ -100,7 +100,7 @@ inline int ScaledIterations(int n) {
 // library's own dispatch table (the file is compiled with the library's
 // targets), so that its list and skips follow PerTargetTest like every other
 // per-target test. At namespace scope in the file's HWY_ONCE part, after
-// hwy/highway.h and src/dispatch.h.
+// hwy/highway.h and src/dispatch/dispatch.h.
 #define RLX_PER_TARGET_HWY_TEST(Suite, Name, Function)   \
   HWY_EXPORT(Function);                                  \
   class Suite : public ::rlx::testing::PerTargetTest {}; \

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "rlx/scores.h"
-#include "src/mask_field_list.h"
-#include "src/mask_kind_list.h"
+#include "src/mask/mask_field_list.h"
+#include "src/mask/mask_kind_list.h"
 
 namespace rlx::testing {
 
@@ -99,7 +99,7 @@ enum RuleBit : unsigned {
 };
 inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
 
-// The RuleBit that draws each field of the list (src/mask_field_list.h), 0
+// The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
 // list fails to compile here (-Werror=switch) until the tests draw it.
 constexpr unsigned RuleBitOf(fields::MaskField f) {
@@ -142,7 +142,7 @@ constexpr bool EveryRuleFieldHasABit() {
 }
 static_assert(
     EveryRuleFieldHasABit(),
-    "a rule field of src/mask_field_list.h that RulesOf does not draw");
+    "a rule field of src/mask/mask_field_list.h that RulesOf does not draw");
 struct RuleCombination {
   MaskKind kind = MaskKind::kNone;
   unsigned rules = 0;
@@ -150,7 +150,7 @@ struct RuleCombination {
 };
 
 // Every combination, in a fixed order: each kind of the one list
-// (src/mask_kind_list.h) with every subset of the rules, and for the
+// (src/mask/mask_kind_list.h) with every subset of the rules, and for the
 // structured kinds every dense part of the list on top.
 inline std::vector<RuleCombination> EveryRuleCombination() {
   std::vector<RuleCombination> all;

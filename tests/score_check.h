@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
-#include "src/half_codec.h"
-#include "src/reference.h"
+#include "src/util/half_codec.h"
+#include "tests/reference/reference.h"
 
 namespace rlx::testing {
 

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// apply_mask and masked_softmax against the scalar oracle (src/reference.h),
-// once per supported target: every mask kind and row type, k_len 1..3N+1 and
-// 2^16 + 3, misaligned data, row strides whose gaps hold a sentinel that must
-// stay untouched, broadcasting on each axis, explicit query offsets, fully
-// masked rows, scores near the float limits, softcap and scale, and row
-// ranges split at odd places. Apply is bit-exact; softmax is within the bound
-// stated in docs/KERNELS.md.
+// apply_mask and masked_softmax against the scalar oracle
+// (tests/reference/reference.h), once per supported target: every mask kind and
+// row type, k_len 1..3N+1 and 2^16 + 3, misaligned data, row strides whose gaps
+// hold a sentinel that must stay untouched, broadcasting on each axis, explicit
+// query offsets, fully masked rows, scores near the float limits, softcap and
+// scale, and row ranges split at odd places. Apply is bit-exact; softmax is
+// within the bound stated in docs/KERNELS.md.
 #include "rlx/score_kernels.h"
 
 #include <gmock/gmock.h>
@@ -24,10 +24,10 @@
 #include <immintrin.h>  // _mm_getcsr
 #endif
 
-#include "src/reference.h"
 #include "tests/error_of.h"
 #include "tests/guarded_pages.h"
 #include "tests/per_target.h"
+#include "tests/reference/reference.h"
 #include "tests/score_check.h"
 
 namespace rlx {
@@ -534,11 +534,12 @@ TEST_P(ScoreKernelsTest, LongRowsMatchTheOracle) {
 // every other kept key's is 0.9 * 2^-24, less than half an ulp of 1, so a
 // lane that holds 1 drops each one added after it, and a lane sum of more
 // than about 20 values takes the row past 1 + 1e-6. The kept keys follow the
-// vector map's worst case (src/softmax_vector_map-inl.h) for N lanes: in each
-// word of 64 vectors, three full vectors and three holding one kept key, at
-// lane 0, none visited four at a time. Every mask source that reads them: keep
-// bits and explicit positions (the map), keep bytes and a bias (dense rows),
-// and the whole row kept (the plain passes), for each N a target may have.
+// vector map's worst case (src/softmax/softmax_vector_map-inl.h) for N lanes:
+// in each word of 64 vectors, three full vectors and three holding one kept
+// key, at lane 0, none visited four at a time. Every mask source that reads
+// them: keep bits and explicit positions (the map), keep bytes and a bias
+// (dense rows), and the whole row kept (the plain passes), for each N a target
+// may have.
 TEST_P(ScoreKernelsTest, KeptRowsSumToOneWhereF32SumsWouldDropKeys) {
   constexpr std::size_t kLen = 8192;
   const float tiny = std::log(0.9f * std::ldexp(1.0f, -24));
@@ -834,8 +835,8 @@ TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
   EXPECT_EQ(v[1], 1.0f);
 }
 
-// Rows run in batches (src/softmax_plain_rows-inl.h: decode heads, causal
-// rows) give each row what it gets alone, whatever its neighbours: rows
+// Rows run in batches (src/softmax/softmax_plain_rows-inl.h: decode heads,
+// causal rows) give each row what it gets alone, whatever its neighbours: rows
 // that leave the batch for the general code (every kept score -inf, a NaN,
 // +inf, scores beyond the plain argument's 7e5) beside ordinary ones, rows
 // over and under the batch's row and key limits, with sinks and row_lse,

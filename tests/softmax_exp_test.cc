@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The softmax-specialised exp (src/softmax_exp-inl.h, in base 2) against
-// double exp2, on every target (Highway's per-target test pattern). States
-// the bound the softmax error budget in docs/KERNELS.md relies on: <= 2 ulp
-// over [-125.95, 127], exact at integers (1 at 0), 0 for results below
+// The softmax-specialised exp (src/softmax/softmax_exp-inl.h, in base 2)
+// against double exp2, on every target (Highway's per-target test pattern).
+// States the bound the softmax error budget in docs/KERNELS.md relies on: <= 2
+// ulp over [-125.95, 127], exact at integers (1 at 0), 0 for results below
 // 2^-126 and at -inf, NaN for every NaN.
 #include <cmath>
 #include <cstdint>
@@ -16,7 +16,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/tests/test_util-inl.h"
-#include "src/softmax_exp-inl.h"
+#include "src/softmax/softmax_exp-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -112,7 +112,7 @@ void TestSoftmaxExpWithinTwoUlp() {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
-#include "src/dispatch.h"
+#include "src/dispatch/dispatch.h"
 #include "tests/per_target.h"
 
 namespace rlx {

@@ -2,9 +2,9 @@
 // The softmax extensions (docs/SEMANTICS.md, "Softmax extensions"): learned
 // sink logits, in-kernel ALiBi, row log-sum-exp with the split-row merge,
 // and kept-only writes, on every compiled target and row type, against the
-// double-precision oracle (src/reference.cc) and against the formulations
-// the models' own code uses (gpt-oss: the sink as an extra column; ggml's
-// slopes; ALiBi as a materialised bias).
+// double-precision oracle (tests/reference/reference.cc) and against the
+// formulations the models' own code uses (gpt-oss: the sink as an extra column;
+// ggml's slopes; ALiBi as a materialised bias).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -25,10 +25,10 @@
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
 #include "rlx/softmax_split.h"
-#include "src/reference.h"
-#include "src/thread_exp_buffer.h"
+#include "src/softmax/thread_exp_buffer.h"
 #include "tests/error_of.h"
 #include "tests/per_target.h"
+#include "tests/reference/reference.h"
 #include "tests/score_check.h"
 
 namespace rlx {
@@ -290,9 +290,9 @@ TEST_P(SoftmaxExtTest, SinksAlibiAndLseMatchTheOracle) {
 }
 
 // Rows that keep at most 1024 keys run in batches that point at their kept
-// intervals (src/softmax_rows-inl.h); longer rows run alone. Causal rows of
-// 1040 keys, 24 queries: the first 8 of a head keep 1017-1024 keys and wait
-// in a batch while the 16 longer ones, each with its own intervals, run
+// intervals (src/softmax/softmax_rows-inl.h); longer rows run alone. Causal
+// rows of 1040 keys, 24 queries: the first 8 of a head keep 1017-1024 keys and
+// wait in a batch while the 16 longer ones, each with its own intervals, run
 // first; the next head's first row then runs the batch. A batch whose rows'
 // intervals were overwritten by the rows in between gives wrong results.
 TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
@@ -311,8 +311,8 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
 }
 
 // Single-query rows (a decode step) run as runs of heads that share their
-// batch entry's kept intervals (src/softmax_rows-inl.h). Row ranges from
-// every row, 1, 3 or 11 rows long or to the last row (so starting and
+// batch entry's kept intervals (src/softmax/softmax_rows-inl.h). Row ranges
+// from every row, 1, 3 or 11 rows long or to the last row (so starting and
 // ending inside a batch entry or across entries), give their rows exactly
 // the whole call's bits (a row's result never depends on its
 // range) and leaves the other rows alone; the whole call matches the
@@ -911,8 +911,8 @@ TEST_P(SoftmaxExtTest, KeptOnlyWritesMatchTheDefaultInsideKeptKeys) {
   }
 }
 
-// The limit of the threads' exp buffers (src/thread_exp_buffer.h) for one
-// scope.
+// The limit of the threads' exp buffers (src/softmax/thread_exp_buffer.h) for
+// one scope.
 class ScopedExpBufferLimit {
  public:
   explicit ScopedExpBufferLimit(std::size_t floats)
@@ -976,8 +976,8 @@ TEST_P(SoftmaxExtTest, AFailedExpBufferAllocationWritesNothing) {
 }
 
 // Rows longer than the kernels' stack buffers (16-bit exp scratch of 8192
-// keys, keep bytes in tiles of 8192: src/softmax_rows-inl.h): 16-bit rows
-// then keep their exp values in the thread's exp buffer, and per-element
+// keys, keep bytes in tiles of 8192: src/softmax/softmax_rows-inl.h): 16-bit
+// rows then keep their exp values in the thread's exp buffer, and per-element
 // rules are decided tile by tile in every pass. Every rule,
 // sinks, ALiBi, row_lse and both write modes against the oracle; apply_mask
 // bit for bit.
@@ -1355,7 +1355,7 @@ std::string WholeOrSplitMismatch(std::mt19937_64& rng, ScoreType type,
 
 // A paged KV cache: pages of 4 to 64 slots in shuffled order, some empty
 // (position -1), so that whole vectors of a row are empty, all kept or
-// mixed (the rows' vector map, src/softmax_vector_map-inl.h), at every
+// mixed (the rows' vector map, src/softmax/softmax_vector_map-inl.h), at every
 // length and alignment: whole rows, kept-only writes and split parts
 // against the oracle.
 TEST_P(SoftmaxExtTest, PagedPositionsMatchTheOracle) {

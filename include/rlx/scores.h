@@ -69,7 +69,7 @@ struct ScoreView {
   }
 };
 
-// The kinds are listed once more in src/mask_kind_list.h, from which the C
+// The kinds are listed once more in src/mask/mask_kind_list.h, from which the C
 // API's mapping and static_asserts, the fuzzer's and the tests' draws are
 // generated: a kind added here must get its row there (and its RLX_MASK_ /
 // RLX_DENSE_ constant in rlx/rlx_attn_mask.h); the library, tests and fuzzer

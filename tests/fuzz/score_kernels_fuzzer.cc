@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // libFuzzer target: decodes a shape, strides, a mask kind drawn from the one
-// list (src/mask_kind_list.h) with its parameters, any combination of the
+// list (src/mask/mask_kind_list.h) with its parameters, any combination of the
 // rules (query offsets, window_keys, chunk, sinks, prefix, segments,
 // explicit positions with empty slots, a dense part of every dense kind on
 // top), softmax options and score values from the input, then runs
@@ -27,9 +27,9 @@
 
 #include "rlx/score_kernels.h"
 #include "rlx/targets.h"
-#include "src/mask_field_list.h"
-#include "src/mask_kind_list.h"
-#include "src/reference.h"
+#include "src/mask/mask_field_list.h"
+#include "src/mask/mask_kind_list.h"
+#include "tests/reference/reference.h"
 #include "tests/score_check.h"
 
 namespace rlx {
@@ -209,7 +209,7 @@ std::int64_t Position(Reader& r, std::size_t k_len) {
   return static_cast<std::int64_t>(r.Pick(k_len + 6)) - 3;
 }
 
-// The flag bit that draws each field of the list (src/mask_field_list.h),
+// The flag bit that draws each field of the list (src/mask/mask_field_list.h),
 // 0 for the fields the kind or the dense part draws: a field added to the
 // list fails to compile here (-Werror=switch) until the fuzzer draws it.
 constexpr std::uint32_t FlagOf(fields::MaskField f) {
@@ -250,13 +250,14 @@ constexpr bool EveryRuleFieldHasAFlag() {
   }
   return true;
 }
-static_assert(EveryRuleFieldHasAFlag(),
-              "a rule field of src/mask_field_list.h the fuzzer does not draw");
+static_assert(
+    EveryRuleFieldHasAFlag(),
+    "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
 
 Case Decode(Reader& r) {
   Case c;
   c.type = static_cast<ScoreType>(r.Pick(3));
-  // Every kind of the one list (src/mask_kind_list.h), never a hard-coded
+  // Every kind of the one list (src/mask/mask_kind_list.h), never a hard-coded
   // count; the switch below has no default, so -Werror=switch fails
   // the build on a new kind.
   const MaskKind kind = kinds::kAllMaskKinds[r.Pick(kinds::kMaskKindCount)];

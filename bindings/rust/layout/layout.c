@@ -6,7 +6,7 @@
 #include <stddef.h>
 
 #include "rlx/rlx_attn_mask.h"
-#include "src/mask_field_list.h"
+#include "src/mask/mask_field_list.h"
 
 typedef struct {
   const char* name;
@@ -33,7 +33,7 @@ static const rlx_layout_entry kLayout[] = {
     RLX_OFFSET(rlx_score_view, strides),
     RLX_SIZE(rlx_mask_spec),
     RLX_OFFSET(rlx_mask_spec, struct_size),
-    /* Every field of the list that rlx::MaskSpec is (src/mask_field_list.h):
+    /* Every field of the list that rlx::MaskSpec is (src/mask/mask_field_list.h):
      * a field added there must reach the Rust declarations too. */
 #define RLX_MASK_FIELD_OFFSET(field, role) RLX_OFFSET(rlx_mask_spec, field),
     RLX_MASK_FIELD_LIST(RLX_MASK_FIELD_OFFSET, RLX_MASK_FIELD_NOTHING)
