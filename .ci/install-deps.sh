@@ -10,7 +10,7 @@
 set -euo pipefail
 
 arch=$(dpkg --print-architecture)
-native=(cmake ninja-build g++ clang libclang-rt-14-dev libhwy-dev libgtest-dev
+native=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libhwy-dev libgtest-dev
         libgmock-dev libbenchmark-dev pkg-config qemu-user
         g++-aarch64-linux-gnu libc6-dev-arm64-cross cargo
         python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch

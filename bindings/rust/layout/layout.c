@@ -33,12 +33,12 @@ static const rlx_layout_entry kLayout[] = {
     RLX_OFFSET(rlx_score_view, strides),
     RLX_SIZE(rlx_mask_spec),
     RLX_OFFSET(rlx_mask_spec, struct_size),
-    /* Every field of the list that rlx::MaskSpec is (src/mask/mask_field_list.h):
-     * a field added there must reach the Rust declarations too. */
+/* Every field of the list that rlx::MaskSpec is (src/mask/mask_field_list.h):
+ * a field added there must reach the Rust declarations too. */
 #define RLX_MASK_FIELD_OFFSET(field, role) RLX_OFFSET(rlx_mask_spec, field),
     RLX_MASK_FIELD_LIST(RLX_MASK_FIELD_OFFSET, RLX_MASK_FIELD_NOTHING)
 #undef RLX_MASK_FIELD_OFFSET
-    RLX_SIZE(rlx_softmax_options),
+        RLX_SIZE(rlx_softmax_options),
     RLX_OFFSET(rlx_softmax_options, struct_size),
     RLX_OFFSET(rlx_softmax_options, scale),
     RLX_OFFSET(rlx_softmax_options, softcap),
