@@ -52,7 +52,8 @@ F NearestCompiled(F const (&table)[N]) {
 }  // namespace rlx::detail
 
 // RLX_DYNAMIC_DISPATCH for units that compile fewer targets than the rest
-// (RLX_SOFTMAX_ROWS_TARGETS): their code for the nearest compiled target.
+// (src/softmax/softmax_rows_targets.h): their code for the nearest compiled
+// target.
 #define RLX_DYNAMIC_DISPATCH_NEAREST(FUNC_NAME) \
   (*::rlx::detail::NearestCompiled(HWY_DISPATCH_TABLE(FUNC_NAME)))
 

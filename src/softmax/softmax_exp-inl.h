@@ -2,13 +2,13 @@
 // A softmax-specialised exp, in base 2. Re-included per target.
 //
 // The softmax calls SoftmaxExp2(t) with t = (s - max) log2 e, formed by one
-// FMA per vector as s * (scale log2 e) + (-max log2 e) (src/score_kernels-
-// inl.h): scaling by log2 e there is free, and base 2 makes the range
-// reduction exact and cheap. The rounding of the two constants does not
-// grow the error of a probability with |max|: the error of the second is
-// common to the whole row and cancels in the normalisation, and that of the
-// first is proportional to s - s' between keys (docs/KERNELS.md, "Error
-// bound").
+// FMA per vector as s * (scale log2 e) + (-max log2 e) (the exp pass,
+// src/softmax/softmax_passes-inl.h): scaling by log2 e there is free, and base
+// 2 makes the range reduction exact and cheap. The rounding of the two
+// constants does not grow the error of a probability with |max|: the error of
+// the second is common to the whole row and cancels in the normalisation, and
+// that of the first is proportional to s - s' between keys (docs/KERNELS.md,
+// "Error bound").
 //
 // 2^t = 2^n 2^f with n an integer and f = t - n exact:
 // - AVX-512: f = t - floor(t) in [0, 1) by one vreduceps, and vscalefps
