@@ -97,14 +97,23 @@ fn main() {
     }
     println!("cargo:rustc-link-lib=dylib=stdc++");
 
-    build_layout_shim(&cmake, &manifest_dir, &out_dir, &jobs);
+    build_layout_shim(&cmake, &manifest_dir, &root, &build_dir, &out_dir, &jobs);
 }
 
 /// The C side of the layout test (src/layout_tests.rs): layout/layout.c, a
 /// table of the C structs' sizes and offsets, built with the same cmake
 /// arguments (so a cross build reports the target's layout) and linked
-/// statically; only the tests reference it.
-fn build_layout_shim(cmake: &str, manifest_dir: &Path, out_dir: &Path, jobs: &str) {
+/// statically; only the tests reference it. It reads the C headers from the
+/// library's sources (`root`) and the generated `<rlx/version.h>` from the
+/// library's build tree (`library_build`).
+fn build_layout_shim(
+    cmake: &str,
+    manifest_dir: &Path,
+    root: &Path,
+    library_build: &Path,
+    out_dir: &Path,
+    jobs: &str,
+) {
     let source = manifest_dir.join("layout");
     println!("cargo:rerun-if-changed={}", source.display());
     let build_dir = out_dir.join("layout-build");
@@ -114,7 +123,12 @@ fn build_layout_shim(cmake: &str, manifest_dir: &Path, out_dir: &Path, jobs: &st
         .arg(&source)
         .arg("-B")
         .arg(&build_dir)
-        .arg("-DCMAKE_BUILD_TYPE=Release");
+        .arg("-DCMAKE_BUILD_TYPE=Release")
+        .arg(format!("-DRLX_LAYOUT_SOURCE_DIR={}", root.display()))
+        .arg(format!(
+            "-DRLX_LAYOUT_GENERATED_INCLUDE_DIR={}",
+            library_build.join("include").display()
+        ));
     if let Ok(extra) = env::var("RLX_ATTN_MASK_CMAKE_ARGS") {
         configure.args(extra.split_whitespace());
     }
