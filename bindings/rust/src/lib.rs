@@ -82,6 +82,24 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The version of the C++ library this crate is linked with,
+/// `"MAJOR.MINOR.PATCH"` (the C API's `rlx_version()`). Built from the
+/// crate's own sources it equals the crate's version; with the `system`
+/// feature it is the installed library's, which keeps the crate's API
+/// (the same `0.MINOR` while the major version is 0).
+///
+/// ```
+/// let version = rlx_attn_mask::version();
+/// assert_eq!(version.split('.').count(), 3);
+/// println!("rlx-attn-mask {version}");
+/// ```
+pub fn version() -> &'static str {
+    // SAFETY: rlx_version returns a static NUL-terminated ASCII string that
+    // lives as long as the process.
+    let text = unsafe { CStr::from_ptr(ffi::rlx_version()) };
+    text.to_str().expect("rlx_version() is ASCII")
+}
+
 /// This thread's last C API failure message.
 fn last_error() -> String {
     // SAFETY: rlx_last_error returns a NUL-terminated thread-local buffer
@@ -107,4 +125,38 @@ fn check(status: ffi::rlx_status) -> Result<(), Error> {
         kind,
         message: last_error(),
     })
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn the_linked_library_is_the_version_the_build_found() {
+        // What build.rs read from CMakeLists.txt or pkg-config, and what the
+        // library reports it was built as.
+        assert_eq!(super::version(), env!("RLX_ATTN_MASK_LINKED_VERSION"));
+    }
+
+    #[test]
+    fn the_crate_and_the_library_have_one_version() {
+        let library = super::version();
+        let crate_version = env!("CARGO_PKG_VERSION");
+        if env!("RLX_ATTN_MASK_LINKED_FROM") == "sources" {
+            assert_eq!(library, crate_version);
+        } else {
+            // An installed library keeps the crate's API: the same
+            // MAJOR.MINOR while 0.x, the same MAJOR from 1.0 on (build.rs
+            // refuses others).
+            let parts = if crate_version.starts_with("0.") {
+                2
+            } else {
+                1
+            };
+            let api = |v: &str| v.split('.').take(parts).collect::<Vec<_>>().join(".");
+            assert_eq!(
+                api(library),
+                api(crate_version),
+                "{library} vs {crate_version}"
+            );
+        }
+    }
 }
