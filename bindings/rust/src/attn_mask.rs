@@ -20,6 +20,14 @@ use crate::{check, ffi, Error};
 /// If `past_seq > upper` (the library rejects it rather than returning a
 /// mask that attends to the new token's slot as past); see
 /// [`try_bucket_decode_mask_windowed`] for a `Result`.
+///
+/// ```
+/// use rlx_attn_mask::attn_mask::bucket_decode_mask;
+///
+/// // 3 cached keys, bucket extent 5: slots 3 and 4 are padding, 5 is the
+/// // new token.
+/// assert_eq!(bucket_decode_mask(3, 5), [1.0, 1.0, 1.0, 0.0, 0.0, 1.0]);
+/// ```
 pub fn bucket_decode_mask(past_seq: usize, upper: usize) -> Vec<f32> {
     bucket_decode_mask_windowed(past_seq, upper, 0)
 }
@@ -28,6 +36,16 @@ pub fn bucket_decode_mask(past_seq: usize, upper: usize) -> Vec<f32> {
 /// current token (absolute position `past_seq`) attends only to cached keys
 /// in `[past_seq - window, past_seq)` and itself. `window == 0` or
 /// `window >= past_seq` is the full causal [`bucket_decode_mask`].
+///
+/// ```
+/// use rlx_attn_mask::attn_mask::{bucket_decode_mask_windowed, try_bucket_decode_mask_windowed};
+///
+/// assert_eq!(
+///     bucket_decode_mask_windowed(4, 6, 2),
+///     [0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+/// );
+/// assert!(try_bucket_decode_mask_windowed(7, 6, 0).is_err());
+/// ```
 ///
 /// # Panics
 /// If `past_seq > upper`.
@@ -58,6 +76,19 @@ pub fn try_bucket_decode_mask_windowed(
 /// Writes `bucket_decode_mask_windowed(past_seq, upper, window)` into `out`
 /// without allocating. Requires `out.len() == upper + 1` and
 /// `past_seq <= upper`; on error nothing is written.
+///
+/// ```
+/// use rlx_attn_mask::attn_mask::fill_bucket_decode_mask;
+///
+/// // One buffer per bucket, refilled every decode step.
+/// let mut mask = vec![0.0f32; 9];
+/// for past in 4..8 {
+///     fill_bucket_decode_mask(&mut mask, past, 8, 0)?;
+///     assert_eq!(mask.iter().sum::<f32>(), (past + 1) as f32);
+/// }
+/// assert!(fill_bucket_decode_mask(&mut mask, 3, 9, 0).is_err()); // needs 10
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn fill_bucket_decode_mask(
     out: &mut [f32],
     past_seq: usize,

@@ -95,12 +95,16 @@ impl BlockMask {
     pub fn kv_num_blocks(&self) -> &[u32] {
         &self.kv_num_blocks
     }
+    /// The partial blocks' key-block indices, `[q_blocks * k_blocks]`: row
+    /// `qb` at `qb * k_blocks`, its first `kv_num_blocks()[qb]` entries used.
     pub fn kv_indices(&self) -> &[u32] {
         &self.kv_indices
     }
+    /// How many full blocks each query block has, `[q_blocks]`.
     pub fn full_kv_num_blocks(&self) -> &[u32] {
         &self.full_kv_num_blocks
     }
+    /// The full blocks' key-block indices, laid out as [`Self::kv_indices`].
     pub fn full_kv_indices(&self) -> &[u32] {
         &self.full_kv_indices
     }

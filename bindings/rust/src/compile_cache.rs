@@ -44,6 +44,19 @@ impl BucketLadder {
     /// starts at 1, each next one at the previous extent + 1. `(8, 256)`
     /// gives `1..9, 9..17, 17..33, 33..65, 65..129, 129..257`. Requires
     /// `1 <= min <= max`.
+    ///
+    /// ```
+    /// use rlx_attn_mask::compile_cache::BucketLadder;
+    ///
+    /// let ladder = BucketLadder::power_of_two(8, 64)?;
+    /// assert_eq!(ladder.buckets(), &[1..9, 9..17, 17..33, 33..65]);
+    /// // Key 20 runs in the bucket compiled for extent 32.
+    /// let index = ladder.bucket_for(20).unwrap();
+    /// assert_eq!(ladder.buckets()[index].end - 1, 32);
+    /// assert_eq!(ladder.bucket_for(65), None);
+    /// assert!(BucketLadder::power_of_two(0, 8).is_err());
+    /// # Ok::<(), rlx_attn_mask::Error>(())
+    /// ```
     pub fn power_of_two(min: u64, max: u64) -> Result<Self, Error> {
         Self::from_constructor(|out| unsafe { ffi::rlx_ladder_power_of_two(min, max, out) })
     }
@@ -51,12 +64,31 @@ impl BucketLadder {
     /// `count` geometric steps from 1 to `max`: extent i is the smallest `e`
     /// with `e^count >= max^i` (exact), repeats dropped. `(512, 3)` gives
     /// extents 8, 64, 512. Requires `max >= 1`, `count >= 1`.
+    ///
+    /// ```
+    /// use rlx_attn_mask::compile_cache::BucketLadder;
+    ///
+    /// let ladder = BucketLadder::geometric(512, 3)?;
+    /// assert_eq!(ladder.buckets(), &[1..9, 9..65, 65..513]);
+    /// # Ok::<(), rlx_attn_mask::Error>(())
+    /// ```
     pub fn geometric(max: u64, count: u64) -> Result<Self, Error> {
         Self::from_constructor(|out| unsafe { ffi::rlx_ladder_geometric(max, count, out) })
     }
 
     /// A ladder of the given buckets, which must be non-empty, sorted and
-    /// non-overlapping.
+    /// non-overlapping. Gaps are allowed: a key in one routes nowhere.
+    ///
+    /// ```
+    /// use rlx_attn_mask::compile_cache::BucketLadder;
+    ///
+    /// let ladder = BucketLadder::from_buckets(&[1..128, 256..1024])?;
+    /// assert_eq!(ladder.bucket_for(200), None);
+    /// assert_eq!(ladder.bucket_for(300), Some(1));
+    /// let e = BucketLadder::from_buckets(&[1..10, 5..20]).unwrap_err();
+    /// println!("{e}"); // names the overlapping buckets
+    /// # Ok::<(), rlx_attn_mask::Error>(())
+    /// ```
     pub fn from_buckets(buckets: &[Range<u64>]) -> Result<Self, Error> {
         let starts: Vec<u64> = buckets.iter().map(|b| b.start).collect();
         let ends: Vec<u64> = buckets.iter().map(|b| b.end).collect();
@@ -95,6 +127,7 @@ impl BucketLadder {
         &self.buckets
     }
 
+    /// The number of buckets (at least 1).
     pub fn len(&self) -> usize {
         self.buckets.len()
     }
@@ -124,6 +157,23 @@ impl BucketLadder {
 /// constructors make a cache of `()` plans (routing only, as the seed's tests
 /// use it); [`BucketedCompileCache::holding`] switches it to a plan type.
 /// Not thread-safe for mutation; share it behind a lock.
+///
+/// ```
+/// use rlx_attn_mask::compile_cache::BucketedCompileCache;
+/// use rlx_attn_mask::Device;
+///
+/// // One "plan" (here a description string) per bucket, compiled on first use.
+/// let mut cache = BucketedCompileCache::power_of_two_ladder(Device::Cpu, 8, 256)
+///     .holding::<String>();
+/// let (upper, plan) = cache
+///     .get_or_compile(100, |upper| format!("graph for {upper} keys"))
+///     .unwrap();
+/// assert_eq!((upper, plan.as_str()), (128, "graph for 128 keys"));
+/// // Every key of the bucket 65..129 reuses that plan.
+/// cache.get_or_compile(70, |_| unreachable!()).unwrap();
+/// assert_eq!(cache.compiled_count(), 1);
+/// assert!(cache.get_or_compile(1000, |_| unreachable!()).is_none());
+/// ```
 #[derive(Debug)]
 pub struct BucketedCompileCache<T = ()> {
     device: Device,
@@ -149,6 +199,8 @@ impl BucketedCompileCache {
         Self::try_geometric_ladder(device, max, count).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// [`Self::power_of_two_ladder`] returning the library's error instead
+    /// of panicking.
     pub fn try_power_of_two_ladder(device: Device, min: u64, max: u64) -> Result<Self, Error> {
         Ok(Self::with_ladder(
             device,
@@ -156,6 +208,8 @@ impl BucketedCompileCache {
         ))
     }
 
+    /// [`Self::geometric_ladder`] returning the library's error instead of
+    /// panicking.
     pub fn try_geometric_ladder(device: Device, max: u64, count: u64) -> Result<Self, Error> {
         Ok(Self::with_ladder(
             device,
@@ -181,10 +235,12 @@ impl<T> BucketedCompileCache<T> {
         BucketedCompileCache::with_ladder(self.device, self.ladder)
     }
 
+    /// The device the plans are compiled for.
     pub fn device(&self) -> Device {
         self.device
     }
 
+    /// The ladder that routes keys to buckets.
     pub fn ladder(&self) -> &BucketLadder {
         &self.ladder
     }

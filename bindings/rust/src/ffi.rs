@@ -204,6 +204,7 @@ pub struct rlx_key_range {
 pub use crate::scores::SoftmaxPartStats as rlx_softmax_part_stats;
 
 extern "C" {
+    pub fn rlx_version() -> *const c_char;
     pub fn rlx_last_error() -> *const c_char;
 
     pub fn rlx_ladder_power_of_two(min: u64, max: u64, out: *mut *mut rlx_ladder) -> rlx_status;

@@ -83,6 +83,9 @@ struct Callback<'a> {
     panic: Option<Box<dyn Any + Send>>,
 }
 
+// The inner unsafe block is what edition 2024 asks for; Rust 1.63 calls it
+// unnecessary inside an unsafe fn.
+#[allow(unused_unsafe)]
 unsafe extern "C" fn call_custom(upper: u64, user_data: *mut c_void) -> f64 {
     // SAFETY: user_data is the &mut Callback that `with_raw_cost` passed,
     // alive and not otherwise borrowed for the whole C call.

@@ -9,8 +9,48 @@
 //! The names and signatures of [`attn_mask`] and [`compile_cache`] are the
 //! RLX seed module's (`attn_mask.rs`), and the seed's own test module runs
 //! unchanged against this crate. Everything goes through the library's C API
-//! (`include/rlx/rlx_attn_mask.h`); `build.rs` builds that library from the
-//! repository this crate sits in.
+//! (`include/rlx/rlx_attn_mask.h`).
+//!
+//! ```
+//! use rlx_attn_mask::attn_mask::bucket_decode_mask;
+//! use rlx_attn_mask::compile_cache::BucketLadder;
+//! use rlx_attn_mask::scores::{masked_softmax, Mask, Shape, SoftmaxOptions};
+//!
+//! // Route a decode step with 37 cached keys to its bucket.
+//! let ladder = BucketLadder::power_of_two(8, 256)?;
+//! let bucket = &ladder.buckets()[ladder.bucket_for(37).unwrap()];
+//! let upper = (bucket.end - 1) as usize; // 64: the graph's compile extent
+//!
+//! // The seed's keep mask for that graph: 37 past keys, padding, the new token.
+//! let mask = bucket_decode_mask(37, upper);
+//! assert_eq!(mask.len(), upper + 1);
+//!
+//! // Or the same mask evaluated inside the fused softmax, never materialised:
+//! // 8 heads, one query, upper + 1 keys.
+//! let shape = Shape::new(1, 8, 1, upper + 1);
+//! let mut scores = vec![0.25f32; shape.rows() * shape.k_len];
+//! let decode = Mask::Decode { past: 37, upper, window: 0 };
+//! masked_softmax(&mut scores, shape, &decode, SoftmaxOptions::default().with_scale(0.125))?;
+//! assert_eq!(scores[40], 0.0); // padding
+//! assert!((scores[..=upper].iter().sum::<f32>() - 1.0).abs() < 1e-6);
+//! # Ok::<(), rlx_attn_mask::Error>(())
+//! ```
+//!
+//! # Building
+//!
+//! `build.rs` builds the C++ library from the sources the crate carries
+//! (`cpp/`) with the `cmake` executable and links it statically; it needs
+//! cmake (3.25 or later), a C++20 compiler and Highway (Debian:
+//! `libhwy-dev`), and nothing from the network. The `system` feature (or
+//! `RLX_ATTN_MASK_SYSTEM=1`) links an installed library found with
+//! pkg-config (`rlx-attn-mask.pc`) instead. A cross build (cargo's `TARGET`
+//! differs from `HOST`) gets a CMake toolchain for
+//! `aarch64-unknown-linux-gnu` (the compilers of `CC_<target>` and
+//! `CXX_<target>`, or the cross toolchain of Debian's
+//! `g++-aarch64-linux-gnu`), or the one `CMAKE_TOOLCHAIN_FILE_<target>`
+//! names for any target. The crate's README says more.
+
+#![deny(missing_docs)]
 
 pub mod attn_mask;
 pub mod block_mask;
@@ -25,11 +65,17 @@ pub mod targets;
 use std::ffi::CStr;
 use std::fmt;
 
+/// The examples of README.md, run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 /// Where a compiled graph runs. This library is the CPU backend's, so the
 /// CPU is the only device; the enum keeps the seed's
 /// `BucketedCompileCache::*_ladder(Device, ...)` signatures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Device {
+    /// The CPU this process runs on.
     Cpu,
 }
 
@@ -54,9 +100,11 @@ pub struct Error {
 }
 
 impl Error {
+    /// Why the call was rejected.
     pub fn kind(&self) -> ErrorKind {
         self.kind
     }
+    /// The library's message, naming the function and the offending values.
     pub fn message(&self) -> &str {
         &self.message
     }
@@ -81,6 +129,24 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// The version of the C++ library this crate is linked with,
+/// `"MAJOR.MINOR.PATCH"` (the C API's `rlx_version()`). Built from the
+/// crate's own sources it equals the crate's version; with the `system`
+/// feature it is the installed library's, which keeps the crate's API
+/// (the same `0.MINOR` while the major version is 0).
+///
+/// ```
+/// let version = rlx_attn_mask::version();
+/// assert_eq!(version.split('.').count(), 3);
+/// println!("rlx-attn-mask {version}");
+/// ```
+pub fn version() -> &'static str {
+    // SAFETY: rlx_version returns a static NUL-terminated ASCII string that
+    // lives as long as the process.
+    let text = unsafe { CStr::from_ptr(ffi::rlx_version()) };
+    text.to_str().expect("rlx_version() is ASCII")
+}
 
 /// This thread's last C API failure message.
 fn last_error() -> String {
@@ -107,4 +173,38 @@ fn check(status: ffi::rlx_status) -> Result<(), Error> {
         kind,
         message: last_error(),
     })
+}
+
+#[cfg(test)]
+mod version_tests {
+    #[test]
+    fn the_linked_library_is_the_version_the_build_found() {
+        // What build.rs read from CMakeLists.txt or pkg-config, and what the
+        // library reports it was built as.
+        assert_eq!(super::version(), env!("RLX_ATTN_MASK_LINKED_VERSION"));
+    }
+
+    #[test]
+    fn the_crate_and_the_library_have_one_version() {
+        let library = super::version();
+        let crate_version = env!("CARGO_PKG_VERSION");
+        if env!("RLX_ATTN_MASK_LINKED_FROM") == "sources" {
+            assert_eq!(library, crate_version);
+        } else {
+            // An installed library keeps the crate's API: the same
+            // MAJOR.MINOR while 0.x, the same MAJOR from 1.0 on (build.rs
+            // refuses others).
+            let parts = if crate_version.starts_with("0.") {
+                2
+            } else {
+                1
+            };
+            let api = |v: &str| v.split('.').take(parts).collect::<Vec<_>>().join(".");
+            assert_eq!(
+                api(library),
+                api(crate_version),
+                "{library} vs {crate_version}"
+            );
+        }
+    }
 }

@@ -9,6 +9,18 @@
 //! `_rows` form that works on a range of the flattened rows
 //! `(b * heads + h) * q_len + q`, so that an executor can split one call
 //! across its own threads; results do not depend on the split.
+//!
+//! ```
+//! use rlx_attn_mask::scores::{masked_softmax, Mask, Shape, SoftmaxOptions};
+//!
+//! // A causal prefill: 1 batch, 2 heads, 3 queries over 3 keys.
+//! let shape = Shape::new(1, 2, 3, 3);
+//! let mut scores = vec![1.0f32; shape.rows() * shape.k_len];
+//! masked_softmax(&mut scores, shape, &Mask::Causal, SoftmaxOptions::default())?;
+//! // Query 1 of head 0 sees keys 0 and 1, equally.
+//! assert_eq!(&scores[3..6], &[0.5, 0.5, 0.0]);
+//! # Ok::<(), rlx_attn_mask::Error>(())
+//! ```
 
 use std::ops::Range;
 use std::os::raw::c_void;
@@ -18,13 +30,18 @@ use crate::{check, ffi, Error};
 /// The extents of a score tensor, or of a dense mask (1 = broadcast).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Shape {
+    /// Sequences in the batch.
     pub batch: usize,
+    /// Attention heads.
     pub heads: usize,
+    /// Query rows per head (1 when decoding).
     pub q_len: usize,
+    /// Keys per row.
     pub k_len: usize,
 }
 
 impl Shape {
+    /// `[batch, heads, q_len, k_len]`.
     pub fn new(batch: usize, heads: usize, q_len: usize, k_len: usize) -> Self {
         Shape {
             batch,
@@ -67,8 +84,12 @@ impl Shape {
 /// may be 0 on a broadcast extent; a bit-packed mask's count words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Strides {
+    /// Elements from one batch's first row to the next batch's.
     pub batch: usize,
+    /// Elements from one head's first row to the next head's.
     pub head: usize,
+    /// Elements from one query row to the next (at least `k_len` for a
+    /// tensor that is written).
     pub row: usize,
 }
 
@@ -98,13 +119,29 @@ impl Strides {
 /// strides. Every kernel takes a `Layout` or a [`Shape`], which is the
 /// contiguous layout. The slice must reach the last row's last key; rows
 /// that would overlap are an error (each row is written).
+///
+/// ```
+/// use rlx_attn_mask::scores::{apply_mask, Layout, Mask, Shape, Strides};
+///
+/// // 2 heads of 1 query over 3 keys, each row padded to 4 elements.
+/// let shape = Shape::new(1, 2, 1, 3);
+/// let layout = Layout::new(shape, Strides { batch: 8, head: 4, row: 4 });
+/// let mut scores = [1.0f32, 2.0, 3.0, 99.0, 4.0, 5.0, 6.0, 99.0];
+/// let decode = Mask::Decode { past: 1, upper: 2, window: 0 };
+/// apply_mask(&mut scores, layout, &decode, -1e9)?;
+/// assert_eq!(scores, [1.0, -1e9, 3.0, 99.0, 4.0, -1e9, 6.0, 99.0]);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
+    /// The tensor's extents.
     pub shape: Shape,
+    /// Where its rows start.
     pub strides: Strides,
 }
 
 impl Layout {
+    /// A tensor of `shape` whose rows are at `strides`.
     pub fn new(shape: Shape, strides: Strides) -> Self {
         Layout { shape, strides }
     }
@@ -121,7 +158,9 @@ impl From<Shape> for Layout {
 /// the same shape with strides of their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct InOutLayouts {
+    /// Where the scores are read.
     pub input: Layout,
+    /// Where the probabilities are written.
     pub output: Layout,
 }
 
@@ -208,12 +247,14 @@ impl Bf16 {
         let rounding = 0x7fff + ((bits >> 16) & 1);
         Bf16((bits.wrapping_add(rounding) >> 16) as u16)
     }
+    /// The value, exactly.
     pub fn to_f32(self) -> f32 {
         f32::from_bits((self.0 as u32) << 16)
     }
 }
 
 impl F16 {
+    /// The value, exactly.
     pub fn to_f32(self) -> f32 {
         let sign = if self.0 & 0x8000 != 0 { -1.0f32 } else { 1.0 };
         let exponent = ((self.0 >> 10) & 31) as i32;
@@ -259,9 +300,29 @@ mod private {
 /// the peers' way, chunks, sinks, prefixes, segments, explicit positions, a
 /// dense part on top) are added with the `with_*` builders, which give a
 /// [`MaskSpec`].
+///
+/// ```
+/// use rlx_attn_mask::scores::{kept_keys, Mask};
+///
+/// // A local layer: a window of 4 keys counting the query (RLX's
+/// // SlidingWindow(3)), plus 2 attention-sink keys (StreamingLLM).
+/// let spec = Mask::Causal.with_window_keys(4).with_sink_keys(2);
+/// // The last query of a 10-token prefill: the sinks, then keys 6..=9.
+/// assert_eq!(kept_keys(&spec, 0, 9, 10, 10)?.as_slice(), &[0..2, 6..10]);
+/// // RLX's window w is w + 1 keys.
+/// assert_eq!(
+///     kept_keys(&Mask::SlidingWindow(3), 0, 9, 10, 10)?.as_slice(),
+///     &[6..10]
+/// );
+/// // Llama 4's chunked attention: chunks of 4 positions.
+/// let chunked = Mask::Causal.with_chunk(4);
+/// assert_eq!(kept_keys(&chunked, 0, 9, 10, 10)?.as_slice(), &[8..10]);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Mask<'a> {
+    /// Keep every key (a dense part or the rules may still mask).
     None,
     /// Keep `p_k <= p_q`.
     Causal,
@@ -273,8 +334,11 @@ pub enum Mask<'a> {
     /// `k_len == upper + 1`. Logical positions: `p_k = k` for `k < past`,
     /// slot `upper` at position `past`, `p_q = past`.
     Decode {
+        /// Real keys in the cache, slots `0..past`.
         past: usize,
+        /// The bucket's extent: the new token's slot; `k_len = upper + 1`.
         upper: usize,
+        /// Keep only the last `window` cached keys (0 = all).
         window: usize,
     },
     /// Dense keep mask, kept iff `m >= 0.5` (NaN masked).
@@ -292,9 +356,13 @@ pub enum Mask<'a> {
 #[derive(Clone, Copy, Debug)]
 #[non_exhaustive]
 pub enum Dense<'a> {
+    /// f32 keep mask, kept iff `m >= 0.5` (NaN masked).
     Keep(&'a [f32], Shape),
+    /// Byte keep mask, kept iff `m != 0`.
     KeepU8(&'a [u8], Shape),
+    /// Bit-packed keep mask (a row is `ceil(k_len / 64)` words).
     KeepBits(&'a [u64], Shape),
+    /// Additive bias.
     Bias(&'a [f32], Shape),
 }
 
@@ -316,6 +384,39 @@ impl Dense<'_> {
 /// `base = (causal OR prefix) AND window AND chunk` (rlx/scores.h). Build
 /// it from a [`Mask`] with the `with_*` methods (on either type); every
 /// array is checked against the tensor it is used with.
+///
+/// ```
+/// use rlx_attn_mask::scores::{masked_softmax, Mask, Shape, SoftmaxOptions};
+///
+/// // Two documents packed in one sequence of 4 tokens: [a a b b].
+/// let segment = [0, 0, 1, 1];
+/// // And a padding key: the last one is masked for every query.
+/// let keep = [1.0f32, 1.0, 1.0, 0.0];
+/// let spec = Mask::Causal
+///     .with_segments(&segment, &segment)
+///     .with_keep(&keep, Shape::new(1, 1, 1, 4)); // broadcast over heads and queries
+/// let shape = Shape::new(1, 1, 4, 4);
+/// let mut scores = vec![0.0f32; 16];
+/// masked_softmax(&mut scores, shape, &spec, SoftmaxOptions::default())?;
+/// // Query 2 starts document b: it sees itself only.
+/// assert_eq!(&scores[8..12], &[0.0, 0.0, 1.0, 0.0]);
+/// // Query 3's own key is padding: it sees key 2 only.
+/// assert_eq!(&scores[12..16], &[0.0, 0.0, 1.0, 0.0]);
+///
+/// // A prefix-LM (PaliGemma): the first 2 positions see each other.
+/// let prefix_end = [2i64];
+/// let mut scores = vec![0.0f32; 16];
+/// masked_softmax(&mut scores, shape, &Mask::Causal.with_prefix(&prefix_end),
+///                SoftmaxOptions::default())?;
+/// assert_eq!(&scores[0..4], &[0.5, 0.5, 0.0, 0.0]);
+///
+/// // An array that does not cover the tensor is an error, nothing written.
+/// let short = [0i64; 0];
+/// let e = masked_softmax(&mut scores, shape, &Mask::Causal.with_prefix(&short),
+///                        SoftmaxOptions::default()).unwrap_err();
+/// println!("{e}");
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct MaskSpec<'a> {
     kind: Mask<'a>,
@@ -396,15 +497,19 @@ macro_rules! mask_builders {
         pub fn with_dense($self_, dense: Dense<'a>) -> MaskSpec<'a> {
             MaskSpec { dense: Some(dense), ..$spec }
         }
+        /// An f32 keep part ([`Dense::Keep`]).
         pub fn with_keep($self_, m: &'a [f32], shape: Shape) -> MaskSpec<'a> {
             $self_.with_dense(Dense::Keep(m, shape))
         }
+        /// A byte keep part ([`Dense::KeepU8`]).
         pub fn with_keep_u8($self_, m: &'a [u8], shape: Shape) -> MaskSpec<'a> {
             $self_.with_dense(Dense::KeepU8(m, shape))
         }
+        /// A bit-packed keep part ([`Dense::KeepBits`]).
         pub fn with_keep_bits($self_, words: &'a [u64], shape: Shape) -> MaskSpec<'a> {
             $self_.with_dense(Dense::KeepBits(words, shape))
         }
+        /// An additive bias part ([`Dense::Bias`]).
         pub fn with_bias($self_, b: &'a [f32], shape: Shape) -> MaskSpec<'a> {
             $self_.with_dense(Dense::Bias(b, shape))
         }
@@ -585,6 +690,27 @@ fn words(k_len: usize) -> usize {
 /// Options of the masked softmax (docs/SEMANTICS.md, "Softmax extensions"). Start
 /// from `SoftmaxOptions::default()` (scale 1, nothing else) and use the
 /// builders; the per-head arrays are checked against the tensor's heads.
+///
+/// ```
+/// use rlx_attn_mask::scores::{alibi_slopes, masked_softmax, Mask, Shape, SoftmaxOptions};
+///
+/// let shape = Shape::new(1, 2, 1, 4); // decode: 2 heads, 1 query, 4 keys
+/// let slopes = alibi_slopes(shape.heads, 8.0)?;
+/// let sinks = [0.0f32, 0.0]; // gpt-oss's learned sink logit per head
+/// let options = SoftmaxOptions::default()
+///     .with_scale(0.125) // 1 / sqrt(head_dim)
+///     .with_softcap(50.0) // Gemma 2
+///     .with_alibi_slopes(&slopes)
+///     .with_sink_logits(&sinks);
+/// let mut scores = vec![1.0f32; 8];
+/// masked_softmax(&mut scores, shape, &Mask::Causal, options)?;
+/// // The sink takes its share: rows sum to less than 1.
+/// let sum: f32 = scores[..4].iter().sum();
+/// assert!(sum > 0.0 && sum < 1.0);
+/// // ALiBi favours near keys.
+/// assert!(scores[3] > scores[0]);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 #[non_exhaustive]
 pub struct SoftmaxOptions<'a> {
@@ -619,24 +745,29 @@ impl Default for SoftmaxOptions<'_> {
 }
 
 impl<'a> SoftmaxOptions<'a> {
+    /// Sets [`Self::scale`].
     pub fn with_scale(self, scale: f32) -> Self {
         SoftmaxOptions { scale, ..self }
     }
+    /// Sets [`Self::softcap`].
     pub fn with_softcap(self, softcap: f32) -> Self {
         SoftmaxOptions { softcap, ..self }
     }
+    /// Sets [`Self::sink_logits`] (one per head).
     pub fn with_sink_logits(self, sink_logits: &'a [f32]) -> Self {
         SoftmaxOptions {
             sink_logits: Some(sink_logits),
             ..self
         }
     }
+    /// Sets [`Self::alibi_slopes`] (one per head).
     pub fn with_alibi_slopes(self, alibi_slopes: &'a [f32]) -> Self {
         SoftmaxOptions {
             alibi_slopes: Some(alibi_slopes),
             ..self
         }
     }
+    /// Sets [`Self::zero_masked`].
     pub fn with_zero_masked(self, zero_masked: bool) -> Self {
         SoftmaxOptions {
             zero_masked,
@@ -676,6 +807,13 @@ impl<'a> SoftmaxOptions<'a> {
 /// `n = 2^floor(log2 heads)`, slope `m0^(h+1)` for `h < n`, else
 /// `m1^(2(h-n)+1)`, `m0 = 2^(-max_bias / n)`, `m1 = 2^(-max_bias / 2n)`.
 /// Errors for 0 heads or a max_bias that is NaN, negative or infinite.
+///
+/// ```
+/// let slopes = rlx_attn_mask::scores::alibi_slopes(8, 8.0)?;
+/// assert_eq!(slopes[0], 0.5);
+/// assert_eq!(slopes[7], 1.0 / 256.0);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn alibi_slopes(heads: usize, max_bias: f32) -> Result<Vec<f32>, Error> {
     let mut out = vec![0.0f32; heads];
     // SAFETY: out holds exactly `heads` floats.
@@ -763,6 +901,22 @@ pub(crate) fn extent_of(shape: Shape) -> Extent {
 
 /// Masked scores become `fill` (`f32::NEG_INFINITY` usually; `-1e9` is the
 /// RLX executor's); kept scores are untouched; a bias is added instead.
+///
+/// ```
+/// use rlx_attn_mask::scores::{apply_mask, Mask, Shape};
+///
+/// // A decode step: 5 cached keys in the bucket of extent 8 (k_len 9), the
+/// // new token's key at slot 8, 2 heads.
+/// let shape = Shape::new(1, 2, 1, 9);
+/// let mut scores = vec![1.0f32; shape.rows() * shape.k_len];
+/// let decode = Mask::Decode { past: 5, upper: 8, window: 0 };
+/// apply_mask(&mut scores, shape, &decode, f32::NEG_INFINITY)?;
+/// let x = f32::NEG_INFINITY;
+/// assert_eq!(&scores[..9], &[1.0, 1.0, 1.0, 1.0, 1.0, x, x, x, 1.0]);
+/// // A slice that does not match the shape is an error, nothing written.
+/// assert!(apply_mask(&mut scores[..9], shape, &decode, 0.0).is_err());
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn apply_mask<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     layout: impl Into<Layout>,
@@ -797,6 +951,18 @@ pub fn apply_mask_rows<T: ScoreElement, M: MaskLike>(
 /// on a thread's first call on bf16/f16 rows longer than 8192 keys (kept
 /// for later calls, freed when the thread exits; `OutOfMemory`, nothing
 /// written, if that fails).
+///
+/// ```
+/// use rlx_attn_mask::scores::{masked_softmax, Bf16, Mask, Shape, SoftmaxOptions};
+///
+/// // bf16 rows are read and written as bf16, computed in f32.
+/// let shape = Shape::new(1, 1, 2, 2);
+/// let mut scores: Vec<Bf16> = [3.0f32, 7.0, 1.0, 1.0].iter().map(|&x| Bf16::from_f32(x)).collect();
+/// masked_softmax(&mut scores, shape, &Mask::Causal, SoftmaxOptions::default())?;
+/// let p: Vec<f32> = scores.iter().map(|x| x.to_f32()).collect();
+/// assert_eq!(p, [1.0, 0.0, 0.5, 0.5]);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn masked_softmax<T: ScoreElement, M: MaskLike>(
     scores: &mut [T],
     layout: impl Into<Layout>,
@@ -866,6 +1032,20 @@ fn softmax_in_place<T: ScoreElement, M: MaskLike>(
 /// of `output` are not written. `layouts`: one [`Shape`] or [`Layout`] for
 /// both, or `(input_layout, output_layout)` (the same shape, strides of
 /// their own).
+///
+/// ```
+/// use rlx_attn_mask::scores::{masked_softmax_into, Mask, Shape, SoftmaxOptions};
+///
+/// let shape = Shape::new(1, 1, 2, 2);
+/// let input = [0.0f32, 9.0, 0.0, 0.0];
+/// let mut output = [f32::NAN; 4];
+/// // Row 1 only: row 0 of `output` is not written.
+/// masked_softmax_into(&input, &mut output, shape, &Mask::Causal,
+///                     SoftmaxOptions::default(), 1..2)?;
+/// assert!(output[0].is_nan());
+/// assert_eq!(&output[2..], &[0.5, 0.5]);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn masked_softmax_into<T: ScoreElement, M: MaskLike>(
     input: &[T],
     output: &mut [T],
@@ -953,6 +1133,7 @@ pub struct KeptKeys {
 }
 
 impl KeptKeys {
+    /// The ranges, sorted and disjoint, each non-empty.
     pub fn as_slice(&self) -> &[Range<usize>] {
         &self.intervals[..self.count]
     }
@@ -960,11 +1141,26 @@ impl KeptKeys {
     pub fn len(&self) -> usize {
         self.as_slice().iter().map(|r| r.len()).sum()
     }
+    /// Whether no key may be attended to (a fully masked row).
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
 }
 
+/// The [`KeptKeys`] of row `(batch_index, q)` under `mask`, for a tensor of
+/// `q_len` queries and `k_len` keys; the mask's arrays must cover batch
+/// `batch_index`.
+///
+/// ```
+/// use rlx_attn_mask::scores::{kept_keys, Mask};
+///
+/// // Decode with a window of 2 cached keys: keys 3..5 and the new token at 8.
+/// let decode = Mask::Decode { past: 5, upper: 8, window: 2 };
+/// let kept = kept_keys(&decode, 0, 0, 1, 9)?;
+/// assert_eq!(kept.as_slice(), &[3..5, 8..9]);
+/// assert_eq!(kept.len(), 3);
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn kept_keys<M: MaskLike>(
     mask: &M,
     batch_index: usize,
@@ -995,12 +1191,16 @@ pub fn kept_keys<M: MaskLike>(
 /// per row).
 #[derive(Debug)]
 pub struct SoftmaxPart<'a, T: ScoreElement> {
+    /// The part's probabilities, contiguous, rescaled in place.
     pub probs: &'a mut [T],
+    /// The part's shape (its k_len is the part's keys).
     pub shape: Shape,
+    /// The part's log-sum-exp per row.
     pub row_lse: &'a [f32],
 }
 
 impl<'a, T: ScoreElement> SoftmaxPart<'a, T> {
+    /// A part from its fields.
     pub fn new(probs: &'a mut [T], shape: Shape, row_lse: &'a [f32]) -> Self {
         SoftmaxPart {
             probs,
@@ -1086,7 +1286,9 @@ pub fn merge_softmax_parts<T: ScoreElement>(
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct SoftmaxPartStats {
+    /// `log(exp(z_k) / v_k)`, the same for every key of the part.
     pub log_scale: f64,
+    /// The sum of the part's stored values.
     pub sum: f64,
 }
 

@@ -43,6 +43,15 @@ pub fn supported_targets() -> Vec<String> {
 
 /// The target the next kernel call dispatches to. An error if
 /// `RLX_ATTN_TARGET` names a target that is unknown or unsupported here.
+///
+/// ```
+/// use rlx_attn_mask::targets::{active_target, compiled_targets, supported_targets};
+///
+/// let active = active_target()?; // e.g. "AVX3" on an AVX-512 CPU, "NEON" on Arm
+/// assert!(supported_targets().contains(&active));
+/// assert!(compiled_targets().contains(&active));
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn active_target() -> Result<String, Error> {
     static_string(ffi::rlx_active_target)
 }
@@ -58,6 +67,19 @@ pub fn dispatched_target() -> Result<String, Error> {
 /// Makes every later kernel call (in this process, from any thread) use
 /// `name`; `""` returns to the automatic choice. An unknown or unsupported
 /// name is an error listing the supported targets, and changes nothing.
+///
+/// ```
+/// use rlx_attn_mask::targets::{active_target, force_target, supported_targets};
+///
+/// // Run on the worst target this CPU supports (a cross-target comparison).
+/// let worst = supported_targets().last().unwrap().clone();
+/// force_target(&worst)?;
+/// assert_eq!(active_target()?, worst);
+/// let e = force_target("AVX9000").unwrap_err();
+/// assert!(e.message().contains(&worst)); // lists the supported targets
+/// force_target("")?; // automatic again
+/// # Ok::<(), rlx_attn_mask::Error>(())
+/// ```
 pub fn force_target(name: &str) -> Result<(), Error> {
     let c_name = CString::new(name)
         .map_err(|_| Error::invalid(format!("force_target: target name {name:?} contains NUL")))?;
