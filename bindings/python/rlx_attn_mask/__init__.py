@@ -27,7 +27,7 @@ project(VERSION)). The package is typed: ``py.typed`` and stubs of the
 compiled module (``_core/*.pyi``) come with it.
 """
 
-from ._core import __version__ as __version__  # CMake's project(VERSION)
+from ._core import __version__ as __version__  # noqa: F401 (re-exported)
 from ._core import (  # noqa: F401
     BlockMask,
     Bucket,

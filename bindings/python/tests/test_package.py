@@ -5,6 +5,7 @@ imported package ships, so they check the build tree under ctest and the
 installed package under the pip acceptance test alike."""
 
 import ast
+import builtins
 import importlib.machinery
 import inspect
 import re
@@ -124,7 +125,8 @@ def stub_tree(path):
 
 
 def stub_names(tree):
-    """{name: node} of a stub's top level, classes as {name: {member: node}}."""
+    """{name: [nodes]} of a stub's top level; a class is
+    {name: {member: [nodes]}}."""
     names = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -234,6 +236,51 @@ def test_stub_names_are_not_more_than_the_module():
         if isinstance(members, dict) and hasattr(_core, name):
             cls = getattr(_core, name)
             assert [m for m in members if not hasattr(cls, m)] == [], name
+
+
+def defined_names(tree):
+    names = set(dir(builtins))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def annotation_names(tree):
+    """The names the stubs' annotations and defaults use (what a type
+    checker must resolve)."""
+    used = set()
+    for node in ast.walk(tree):
+        exprs = []
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            exprs.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef):
+            exprs += [node.returns] if node.returns is not None else []
+            exprs += node.decorator_list
+        elif isinstance(node, ast.AnnAssign):
+            exprs.append(node.annotation)
+            exprs += [node.value] if node.value is not None else []
+        elif isinstance(node, ast.Assign):
+            exprs.append(node.value)
+        elif isinstance(node, ast.ClassDef):
+            exprs += node.bases
+        for expr in exprs:
+            used |= {n.id for n in ast.walk(expr) if isinstance(n, ast.Name)}
+    return used
+
+
+@pytest.mark.parametrize("stub", ["__init__.pyi", "ladder_cost.pyi"])
+def test_stub_annotations_name_what_the_stubs_define(stub):
+    # No type checker is packaged for Debian 12: this catches at least a
+    # misspelt or unimported name, which would make the checker's type Any.
+    tree = stub_tree(STUB_DIR / stub)
+    assert annotation_names(tree) - defined_names(tree) == set()
 
 
 @pytest.mark.parametrize("name", ["__init__", "bucketed_cache"])
