@@ -14,7 +14,7 @@ native=(cmake ninja-build g++ clang clang-format libclang-rt-14-dev libhwy-dev l
         libgmock-dev libbenchmark-dev pkg-config qemu-user
         g++-aarch64-linux-gnu libc6-dev-arm64-cross cargo
         python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch
-        python3-pytest)
+        python3-pytest python3-venv python3-pip python3-setuptools python3-wheel)
 # cargo (Debian's, rustc 1.63) is for the rust leg (bindings/rust).
 # python3-dev, pybind11-dev, python3-pybind11, python3-numpy, python3-torch
 # and python3-pytest are the Python module's (bindings/python), built and

@@ -21,8 +21,13 @@ kernels run with the GIL released, so Python threads on disjoint
 Bad input raises ValueError with the library's message (DTypeError, both a
 ValueError and a TypeError, for a wrong dtype; TypeError for an argument
 that is not an array at all) and writes nothing.
+
+``__version__`` is the library's version (rlx::version(), CMake's
+project(VERSION)). The package is typed: ``py.typed`` and stubs of the
+compiled module (``_core/*.pyi``) come with it.
 """
 
+from ._core import __version__ as __version__  # noqa: F401 (re-exported)
 from ._core import (  # noqa: F401
     BlockMask,
     Bucket,

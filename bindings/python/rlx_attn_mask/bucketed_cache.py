@@ -8,16 +8,20 @@ key routes there. Not thread-safe: share one across threads under a lock.
 """
 
 import operator
+from typing import Callable, Generic, List, Optional, Tuple, TypeVar, cast
 
 from ._core import BucketLadder
 
+_T = TypeVar("_T")
 
-class BucketedCache:
+
+class BucketedCache(Generic[_T]):
     """``build(upper)`` makes the artifact of a bucket whose compile extent
     is ``upper``; it is called at most once per bucket until that bucket is
     dropped (``retain_only``, ``clear``)."""
 
-    def __init__(self, ladder, build):
+    def __init__(self, ladder: BucketLadder,
+                 build: Callable[[int], _T]) -> None:
         if not isinstance(ladder, BucketLadder):
             raise TypeError("BucketedCache: ladder must be a BucketLadder, "
                             f"not {type(ladder).__name__}")
@@ -25,14 +29,15 @@ class BucketedCache:
             raise TypeError("BucketedCache: the builder is not callable")
         self._ladder = ladder
         self._build = build
-        self._artifacts = [None] * len(ladder)
+        self._artifacts: List[Optional[_T]] = [None] * len(ladder)
         self._built = [False] * len(ladder)  # an artifact may be None
 
     @property
-    def ladder(self):
+    def ladder(self) -> BucketLadder:
+        """The ladder the cache routes keys with."""
         return self._ladder
 
-    def get(self, key):
+    def get(self, key: int) -> Tuple[int, _T]:
         """Routes ``key`` to its bucket, builds that bucket's artifact on
         first use, and returns ``(upper, artifact)``. ValueError when
         ``key`` routes to no bucket (nothing is built); if ``build`` raises,
@@ -45,18 +50,20 @@ class BucketedCache:
         if not self._built[index]:
             self._artifacts[index] = self._build(upper)
             self._built[index] = True
-        return upper, self._artifacts[index]
+        # A built artifact is a _T, None included when build returns None.
+        return upper, cast(_T, self._artifacts[index])
 
-    def is_built(self, index):
+    def is_built(self, index: int) -> bool:
         """Whether bucket ``index`` holds a built artifact (False for an
         index that is not a bucket)."""
         index = operator.index(index)
         return 0 <= index < len(self._built) and self._built[index]
 
-    def built_count(self):
+    def built_count(self) -> int:
+        """The number of buckets holding a built artifact."""
         return sum(self._built)
 
-    def retain_only(self, index):
+    def retain_only(self, index: int) -> None:
         """Drops every artifact but bucket ``index``'s (memory pressure:
         keep the bucket in use). ValueError if ``index`` is not a bucket of
         the ladder, TypeError if it is not an integer; either drops
@@ -71,7 +78,7 @@ class BucketedCache:
                 self._artifacts[i] = None
                 self._built[i] = False
 
-    def clear(self):
+    def clear(self) -> None:
         """Drops every artifact."""
         self._artifacts = [None] * len(self._built)
         self._built = [False] * len(self._built)

@@ -6,6 +6,10 @@ force_target and checked with dispatched_target. `flavor`: the score
 containers (NumPy float32/float16, torch float32/float16/bfloat16). A test
 that needs torch fails instead of skipping when torch is missing and
 CI=true or RLX_PYTHON_REQUIRE_TORCH is set (ctest sets it).
+
+RLX_PYTHON_EXPECT_PACKAGE_DIR (pip_acceptance.py sets it): the directory
+rlx_attn_mask must be imported from, so that the suite cannot pass against
+the source or build tree's package instead of the installed one.
 """
 
 import os
@@ -15,6 +19,12 @@ import pytest
 
 import rlx_attn_mask as rlx
 from reference import FLAVORS
+
+_expected = os.environ.get("RLX_PYTHON_EXPECT_PACKAGE_DIR")
+if _expected and os.path.realpath(os.path.dirname(rlx.__file__)) != \
+        os.path.realpath(_expected):
+    raise RuntimeError(f"rlx_attn_mask was imported from {rlx.__file__}, "
+                       f"not from {_expected}")
 
 try:
     import torch
