@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "rlx/rlx_attn_mask.h"
-/* Relative to this file: the codec is a source header, never installed. */
-#include "../src/util/half_codec.h"
+/* From the source tree: the codec is a source header, never installed. */
+#include "src/util/half_codec.h"
 
 /* AddressSanitizer's operator new reports an impossible allocation and
  * aborts instead of throwing std::bad_alloc, so the test that needs the

@@ -26,10 +26,10 @@
 #include "rlx/softmax_merge.h"
 #include "rlx/softmax_split.h"
 #include "src/softmax/thread_exp_buffer.h"
-#include "tests/error_of.h"
-#include "tests/per_target.h"
+#include "tests/common/error_of.h"
+#include "tests/common/per_target.h"
+#include "tests/common/score_check.h"
 #include "tests/reference/reference.h"
-#include "tests/score_check.h"
 
 namespace rlx {
 namespace {

@@ -24,11 +24,11 @@
 #include <immintrin.h>  // _mm_getcsr
 #endif
 
-#include "tests/error_of.h"
-#include "tests/guarded_pages.h"
-#include "tests/per_target.h"
+#include "tests/common/error_of.h"
+#include "tests/common/guarded_pages.h"
+#include "tests/common/per_target.h"
+#include "tests/common/score_check.h"
 #include "tests/reference/reference.h"
-#include "tests/score_check.h"
 
 namespace rlx {
 namespace {
