@@ -28,6 +28,8 @@
 
 namespace rlx::testing {
 
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+
 inline std::size_t ElemSize(ScoreType t) {
   return t == ScoreType::kF32 ? 4 : 2;
 }
