@@ -5,10 +5,10 @@
 // explicit positions with empty slots, a dense part of every dense kind on
 // top), softmax options and score values from the input, then runs
 // apply_mask, masked_softmax and kept_keys on every supported target and
-// compares each with the scalar oracle (tests/score_check.h). Also feeds bad
-// arguments, among them extents and strides whose element count or byte span
-// exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap), and
-// checks they throw std::invalid_argument and touch no memory: nothing is
+// compares each with the scalar oracle (tests/common/score_check.h). Also feeds
+// bad arguments, among them extents and strides whose element count or byte
+// span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap),
+// and checks they throw std::invalid_argument and touch no memory: nothing is
 // written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
 // (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
@@ -29,8 +29,8 @@
 #include "rlx/targets.h"
 #include "src/mask/mask_field_list.h"
 #include "src/mask/mask_kind_list.h"
+#include "tests/common/score_check.h"
 #include "tests/reference/reference.h"
-#include "tests/score_check.h"
 
 namespace rlx {
 namespace {

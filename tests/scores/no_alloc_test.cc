@@ -26,9 +26,9 @@
 #include "rlx/scores.h"
 #include "rlx/softmax_merge.h"
 #include "rlx/softmax_split.h"
-#include "tests/per_target.h"
-#include "tests/rule_masks.h"
-#include "tests/score_check.h"
+#include "tests/common/per_target.h"
+#include "tests/common/score_check.h"
+#include "tests/mask/rule_masks.h"
 
 namespace {
 

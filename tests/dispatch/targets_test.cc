@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "rlx/attn_mask.h"
-#include "tests/per_target.h"
+#include "tests/common/per_target.h"
 
 namespace rlx {
 namespace {

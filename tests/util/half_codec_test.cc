@@ -20,7 +20,7 @@
 
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
-#include "tests/per_target.h"
+#include "tests/common/per_target.h"
 
 namespace rlx {
 namespace {

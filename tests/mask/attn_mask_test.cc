@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "rlx/bucket_ladder.h"
-#include "tests/per_target.h"
+#include "tests/common/per_target.h"
 #include "tests/reference/reference.h"
 
 namespace rlx {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "rlx/bucket_ladder.h"
-#include "tests/error_of.h"
+#include "tests/common/error_of.h"
 
 namespace rlx {
 namespace {

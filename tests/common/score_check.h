@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Score tensors with sentinel-filled gaps, and the comparison of kernel
-// results with the oracle: shared by tests/score_kernels_test.cc and the
-// fuzzer (tests/fuzz/), so both hold the kernels to the same bound. No
+// results with the oracle: shared by the tests and the fuzzer (tests/fuzz/),
+// so both hold the kernels to the same bound. No
 // GoogleTest here: checks return a description of the first mismatch, or "".
 //
 // The softmax bound (docs/KERNELS.md): each kept probability p of a row with
@@ -10,8 +10,8 @@
 // rounding (0 for f32, 2^-7 for bf16, 2^-10 for f16) and floor covers the
 // flush below FLT_MIN (2e-38; f16 subnormals 2^-24). Masked keys are exactly
 // +0; kept f32 rows sum to 1 within 1e-6; NaN rows stay NaN.
-#ifndef RLX_TESTS_SCORE_CHECK_H_
-#define RLX_TESTS_SCORE_CHECK_H_
+#ifndef RLX_TESTS_COMMON_SCORE_CHECK_H_
+#define RLX_TESTS_COMMON_SCORE_CHECK_H_
 
 #include <algorithm>
 #include <cmath>
@@ -27,6 +27,8 @@
 #include "tests/reference/reference.h"
 
 namespace rlx::testing {
+
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
 
 inline std::size_t ElemSize(ScoreType t) {
   return t == ScoreType::kF32 ? 4 : 2;
@@ -303,4 +305,4 @@ inline std::string UntouchedOutside(const Tensor& t, const ScoreView& view) {
 
 }  // namespace rlx::testing
 
-#endif  // RLX_TESTS_SCORE_CHECK_H_
+#endif  // RLX_TESTS_COMMON_SCORE_CHECK_H_

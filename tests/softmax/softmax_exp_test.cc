@@ -12,7 +12,7 @@
 #include <vector>
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "tests/softmax_exp_test.cc"
+#define HWY_TARGET_INCLUDE "tests/softmax/softmax_exp_test.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "hwy/tests/test_util-inl.h"
@@ -113,7 +113,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
-#include "tests/per_target.h"
+#include "tests/common/per_target.h"
 
 namespace rlx {
 namespace {

@@ -32,9 +32,9 @@
 #include "rlx/score_kernels.h"
 #include "rlx/softmax_split.h"
 #include "rlx/targets.h"
-#include "tests/per_target.h"
-#include "tests/rule_masks.h"
-#include "tests/score_check.h"
+#include "tests/common/per_target.h"
+#include "tests/common/score_check.h"
+#include "tests/mask/rule_masks.h"
 
 namespace rlx {
 namespace {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The message of the std::invalid_argument `f` throws, or "(no error)": lets
 // a test assert what an error names.
-#ifndef RLX_TESTS_ERROR_OF_H_
-#define RLX_TESTS_ERROR_OF_H_
+#ifndef RLX_TESTS_COMMON_ERROR_OF_H_
+#define RLX_TESTS_COMMON_ERROR_OF_H_
 
 #include <functional>
 #include <stdexcept>
@@ -21,4 +21,4 @@ inline std::string ErrorOf(const std::function<void()>& f) {
 
 }  // namespace rlx::testing
 
-#endif  // RLX_TESTS_ERROR_OF_H_
+#endif  // RLX_TESTS_COMMON_ERROR_OF_H_

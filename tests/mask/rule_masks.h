@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Random combinations of every mask rule (rlx/scores.h), with the arrays
 // they point to: shared by the tests of the kernels and of the block masks.
-#ifndef RLX_TESTS_RULE_MASKS_H_
-#define RLX_TESTS_RULE_MASKS_H_
+#ifndef RLX_TESTS_MASK_RULE_MASKS_H_
+#define RLX_TESTS_MASK_RULE_MASKS_H_
 
 #include <algorithm>
 #include <cmath>
@@ -307,4 +307,4 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
 
 }  // namespace rlx::testing
 
-#endif  // RLX_TESTS_RULE_MASKS_H_
+#endif  // RLX_TESTS_MASK_RULE_MASKS_H_

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "rlx/bucketed_cache.h"
-#include "tests/error_of.h"
+#include "tests/common/error_of.h"
 
 namespace rlx {
 namespace {

@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
-#include "tests/error_of.h"
-#include "tests/per_target.h"
+#include "tests/common/error_of.h"
+#include "tests/common/per_target.h"
+#include "tests/mask/rule_masks.h"
 #include "tests/reference/reference.h"
-#include "tests/rule_masks.h"
 
 namespace rlx {
 namespace {

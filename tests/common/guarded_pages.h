@@ -5,8 +5,8 @@
 // that tails and heads stay inside their rows, on hardware and under
 // emulators, whose partial-vector accesses may differ from hardware's (qemu
 // 7.2 reads all 32 bytes of an AVX2 vmaskmov load).
-#ifndef RLX_TESTS_GUARDED_PAGES_H_
-#define RLX_TESTS_GUARDED_PAGES_H_
+#ifndef RLX_TESTS_COMMON_GUARDED_PAGES_H_
+#define RLX_TESTS_COMMON_GUARDED_PAGES_H_
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -55,4 +55,4 @@ class GuardedPages {
 
 }  // namespace rlx::testing
 
-#endif  // RLX_TESTS_GUARDED_PAGES_H_
+#endif  // RLX_TESTS_COMMON_GUARDED_PAGES_H_

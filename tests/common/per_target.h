@@ -10,8 +10,8 @@
 // legs, whose CPU model fixes them) and left it out. It fails when the run
 // expected it, and under CI=true when nothing was declared: a target whose
 // tests could not run is never a silent pass.
-#ifndef RLX_TESTS_PER_TARGET_H_
-#define RLX_TESTS_PER_TARGET_H_
+#ifndef RLX_TESTS_COMMON_PER_TARGET_H_
+#define RLX_TESTS_COMMON_PER_TARGET_H_
 
 #include <gtest/gtest.h>
 
@@ -107,4 +107,4 @@ inline int ScaledIterations(int n) {
   RLX_INSTANTIATE_PER_TARGET(Suite);                     \
   TEST_P(Suite, Name) { RLX_DYNAMIC_DISPATCH(Function)(); }
 
-#endif  // RLX_TESTS_PER_TARGET_H_
+#endif  // RLX_TESTS_COMMON_PER_TARGET_H_

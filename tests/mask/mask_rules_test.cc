@@ -20,11 +20,11 @@
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 #include "src/mask/mask_rows.h"
-#include "tests/error_of.h"
-#include "tests/per_target.h"
+#include "tests/common/error_of.h"
+#include "tests/common/per_target.h"
+#include "tests/common/score_check.h"
+#include "tests/mask/rule_masks.h"
 #include "tests/reference/reference.h"
-#include "tests/rule_masks.h"
-#include "tests/score_check.h"
 
 namespace rlx {
 namespace {
