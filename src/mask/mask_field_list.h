@@ -15,7 +15,7 @@
  *     kExtent or kRule field is set, generated (AnyRuleSet);
  *   - the C layout the Rust crate compares its declarations with
  *     (bindings/rust/layout/layout.c), generated;
- *   - the tests' and the fuzzer's draws (tests/rule_masks.h,
+ *   - the tests' and the fuzzer's draws (tests/mask/rule_masks.h,
  *     tests/fuzz/score_kernels_fuzzer.cc): a switch over MaskField with no
  *     `default:` says how each field is drawn (-Werror=switch).
  * Plain preprocessor: C (layout.c) includes it for the list alone.

@@ -24,9 +24,9 @@
 // exactly 1 at f = 0, so 2^0 = 1 exactly.
 // Lanes: f32. Valid range: t <= 127 (softmax passes t <= 0; small positive
 // t come from a non-monotone softcap). Error: <= 2 ulp for t in
-// [-125.95, 127], asserted on every target by tests/softmax_exp_test.cc over
-// every 97th float of the range. Results below 2^-126 = FLT_MIN are exactly
-// 0 (AVX-512: by FTZ; elsewhere t < -125.95, where n = -126 still has
+// [-125.95, 127], asserted on every target by tests/softmax/softmax_exp_test.cc
+// over every 97th float of the range. Results below 2^-126 = FLT_MIN are
+// exactly 0 (AVX-512: by FTZ; elsewhere t < -125.95, where n = -126 still has
 // f > 0): probabilities below FLT_MIN relative to the row maximum flush to
 // zero, so no denormal is ever produced (on x86 those cost microcode
 // assists). -inf gives 0, NaN gives NaN.

@@ -3,8 +3,9 @@
  * (tests/reference/reference.cc) and the benchmarks: bfloat16 and IEEE binary16
  * to and from f32, and f64 to binary16 in one rounding. C99 and C++, static
  * inline, no Highway; never installed. The kernels convert with their own SIMD
- * code (src/util/row_convert-inl.h); tests/half_codec_test.cc checks that it
- * agrees with this codec and checks this codec against all 65,536 bit patterns.
+ * code (src/util/row_convert-inl.h); tests/util/half_codec_test.cc checks that
+ * it agrees with this codec and checks this codec against all 65,536 bit
+ * patterns.
  *
  * Encoding rounds to nearest, ties to even; a value at or beyond the largest
  * finite value plus half a step becomes infinity; subnormals are produced
