@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Counts the repetitions rlx_attn_bench runs, for scripts/bench.sh's
 // progress line: with RLX_BENCH_PROGRESS=FILE, one line per repetition as
-// it starts, "<seconds since the first> <first|again> <benchmark name>"
+// it starts, "<Unix time in seconds> <first|again> <benchmark name>"
 // ("first": the benchmark's first repetition, which also probes for its
 // iteration count and builds its data, so it costs more than the others).
 //
@@ -28,7 +28,6 @@ struct Progress {
   bool opened = false;
   std::size_t last_id = static_cast<std::size_t>(-1);
   benchmark::IterationCount last_iterations = 0;
-  std::chrono::steady_clock::time_point start;
 };
 
 Progress& Get() {
@@ -55,13 +54,14 @@ void NoteRun(std::size_t id, benchmark::IterationCount iterations) {
     p.opened = true;
     const char* path = std::getenv("RLX_BENCH_PROGRESS");
     if (path != nullptr && path[0] != '\0') p.file = std::fopen(path, "w");
-    p.start = std::chrono::steady_clock::now();
   }
   const bool first = !p.started[id];
   p.started[id] = true;
   if (p.file == nullptr) return;
+  // Wall-clock time, which scripts/bench.sh compares with `date`.
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - p.start)
+      std::chrono::duration<double>(
+          std::chrono::system_clock::now().time_since_epoch())
           .count();
   std::fprintf(p.file, "%.3f %s %s\n", seconds, first ? "first" : "again",
                p.names[id].c_str());
