@@ -26,7 +26,7 @@
 #                   (qemu-user, g++-aarch64-linux-gnu, the :arm64
 #                   packages); bench.sh never installs those.
 #   --results DIR   where to write (default results, or
-#                   results-qemu-aarch64 for an emulated run)
+#                   results/qemu-aarch64 for an emulated run)
 #   --machine LABEL names this machine in the report (default: CPU model)
 #   BENCHMARK_ARGS go to rlx_attn_bench last, e.g.
 #                   -- --benchmark_filter=masked_softmax/D2
@@ -74,7 +74,7 @@ build=${RLX_BENCH_BUILD_DIR:-build-bench}
 emulator=()
 if [ -n "$qemu" ]; then
   build=${RLX_BENCH_BUILD_DIR:-build-bench-aarch64}
-  results=${results:-results-qemu-aarch64}
+  results=${results:-results/qemu-aarch64}
   emulator=(qemu-aarch64 -cpu "$qemu")
   export RLX_BENCH_EMULATOR="qemu-aarch64 -cpu $qemu"
   for tool in qemu-aarch64 aarch64-linux-gnu-g++; do
@@ -177,7 +177,11 @@ done
 mkdir -p "$results"
 echo
 echo "bench.sh: CPU: $(grep -m1 -E '^model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //' || true)${RLX_BENCH_EMULATOR:+ (emulated: $RLX_BENCH_EMULATOR)}"
-compiler=$(grep -E '^CMAKE_CXX_COMPILER:' "$build/CMakeCache.txt" | sed 's/.*=//')
+# (A toolchain file's compiler is not in the cache: the binary's context
+# names every compiler anyway.)
+compiler=$(sed -n 's/^CMAKE_CXX_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
+compiler=${compiler:-${CXX:-c++}}
+[ -z "$qemu" ] || compiler=aarch64-linux-gnu-g++
 echo "bench.sh: compiler: $compiler $("$compiler" -dumpfullversion 2>/dev/null || true)"
 if command -v dpkg-query >/dev/null; then
   for p in libhwy-dev libbenchmark-dev libdnnl-dev libxnnpack-dev; do

@@ -147,9 +147,14 @@ class Run:
     @property
     def label(self):
         c = self.context
-        name = c.get("machine") or c.get("cpu_model") or os.path.basename(
-            self.path)
-        arch = c.get("arch")
+        arch = c.get("arch", "")
+        if c.get("machine"):
+            name = c["machine"]
+        elif self.emulated:
+            # An emulator's /proc/cpuinfo is the host's.
+            name = f"{arch} emulated ({self.emulated}) on {c.get('cpu_model')}"
+        else:
+            name = c.get("cpu_model") or os.path.basename(self.path)
         return f"{name} ({arch})" if arch and arch not in name else name
 
     def problems(self):
