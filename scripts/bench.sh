@@ -18,7 +18,8 @@
 #                   worktree and runs the old and this tree's binary in
 #                   turns (old, new, old, new, ...) in one sitting, then
 #                   compares them (report.py OLD.json NEW.json)
-#   --rounds N      --compare: turns per side (default 2)
+#   --rounds N      --compare: turns per side (default 4, of 3
+#                   repetitions each)
 #   --qemu-aarch64[=CPU]  cross-builds for aarch64 and runs under
 #                   qemu-aarch64 -cpu CPU (default max: SVE2), to test the
 #                   plumbing: the run is labelled emulated and its times
@@ -40,7 +41,7 @@ set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
-quick=0 install=1 compare="" rounds=2 qemu="" results="" machine=""
+quick=0 install=1 compare="" rounds=4 qemu="" results="" machine=""
 extra=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -61,7 +62,7 @@ while [ $# -gt 0 ]; do
                machine=$2; shift ;;
     --machine=*) machine=${1#*=} ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '3,37p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '3,39p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -156,9 +157,10 @@ if [ "$quick" = 1 ]; then
     export RLX_BENCH_TARGETS=${quick_targets:-$(head -n1 <<<"$supported")}
   fi
 elif [ -n "$compare" ]; then
-  # Five repetitions a turn, interleaved at random: with two turns a side,
-  # ten samples each for the U test.
-  args+=(--benchmark_min_time=0.05 --benchmark_repetitions=5
+  # Three repetitions a turn, interleaved at random: with four turns a
+  # side, twelve samples each for the U test, and the machine's slow
+  # phases (minutes on a shared machine) shared by both sides.
+  args+=(--benchmark_min_time=0.05 --benchmark_repetitions=3
          --benchmark_enable_random_interleaving=true)
 else
   # Seven short repetitions, interleaved at random so that the slow drifts
