@@ -9,9 +9,12 @@
       one table per workload: time, kept elements and bytes per cycle, GB/s,
       kept G/s, speedups over the RLX loop and oneDNN, floors reached.
   report.py A.json B.json [C.json ...] [--alpha P] [--threshold F] [--all]
+          [--time cpu|real]
       compares each later run with A: per benchmark in both, the ratio of
       medians, each side's coefficient of variation and the Mann-Whitney U
-      test's p-value; a summary line per target.
+      test's p-value, on the benchmark thread's CPU time by default (time
+      spent waiting for a core is not the code's); a summary line per
+      target.
   report.py --machines a.json b.json ...
       machines side by side: a table per workload family, a column per
       (machine, best target), from the context each JSON carries.
@@ -22,7 +25,7 @@ Times are wall clock. The one-run report shows each benchmark's fastest
 repetition (--statistic median for the median): on a shared machine a
 disturbed repetition is slower, never faster, so the least disturbed one
 is the best estimate, and ratios of minima stay put where medians swing.
-Comparisons use every repetition (the U test) and medians. Standard
+Comparisons use every repetition (the U test) and medians of CPU time. Standard
 library only; matplotlib (Debian: python3-matplotlib) for --chart.
 docs/BENCHMARKING.md explains each mode.
 """
@@ -67,6 +70,9 @@ def main():
     parser.add_argument("--threshold", type=float, default=0.03,
                         help="compare: smallest relative difference of "
                         "medians called (default 0.03)")
+    parser.add_argument("--time", choices=("cpu", "real"), default="cpu",
+                        help="compare: CPU time of the benchmark thread "
+                        "(default: robust on a shared machine) or wall time")
     parser.add_argument("--all", action="store_true",
                         help="compare: list every benchmark, not only "
                         "differences")
@@ -91,7 +97,7 @@ def main():
     if args.machines:
         write(machines(runs), args.markdown)
     elif len(runs) > 1:
-        write(compare(runs, args.alpha, args.threshold, args.all),
+        write(compare(runs, args.alpha, args.threshold, args.all, args.time),
               args.markdown)
     else:
         text, idx, workloads = single.report(runs[0])

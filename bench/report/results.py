@@ -36,6 +36,9 @@ class Result:
         self.target = rest[0] if rest else ""
         unit = TO_US[runs[0].get("time_unit", "ns")]
         self.samples = [r["real_time"] * unit for r in runs]
+        # The benchmark thread's CPU time: what a comparison on a shared
+        # machine reads (time spent descheduled is not in it).
+        self.cpu_samples = [r["cpu_time"] * unit for r in runs]
         self.time_us = STATISTICS[statistic](self.samples)
         self.statistic = statistic
         cpu_s = [r["cpu_time"] * unit * 1e-6 for r in runs]
@@ -59,13 +62,17 @@ class Result:
     def median_us(self):
         return statistics.median(self.samples)
 
-    @property
-    def cv(self):
-        """Coefficient of variation of the repetitions (None below 2)."""
-        if len(self.samples) < 2:
+    def times(self, clock):
+        """Every repetition's wall ("real") or CPU ("cpu") time, µs."""
+        return self.samples if clock == "real" else self.cpu_samples
+
+    @staticmethod
+    def cv(samples):
+        """Coefficient of variation of `samples` (None below 2)."""
+        if len(samples) < 2:
             return None
-        mean = statistics.fmean(self.samples)
-        return statistics.stdev(self.samples) / mean if mean else None
+        mean = statistics.fmean(samples)
+        return statistics.stdev(samples) / mean if mean else None
 
     def per_cycle(self, ghz):
         """(kept elements, bytes) per core cycle at `ghz`, or (None, None)."""
