@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Counts the repetitions rlx_attn_bench runs, for scripts/bench.sh's
 // progress line: with RLX_BENCH_PROGRESS=FILE, one line per repetition as
-// it starts, "<Unix time in seconds> <first|again> <benchmark name>"
+// it starts, "<Unix time in seconds> <first|again> <benchmark name> <process
+// CPU seconds>"
 // ("first": the benchmark's first repetition, which also probes for its
 // iteration count and builds its data, so it costs more than the others).
 //
@@ -13,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -63,8 +65,13 @@ void NoteRun(std::size_t id, benchmark::IterationCount iterations) {
       std::chrono::duration<double>(
           std::chrono::system_clock::now().time_since_epoch())
           .count();
-  std::fprintf(p.file, "%.3f %s %s\n", seconds, first ? "first" : "again",
-               p.names[id].c_str());
+  // The process's CPU time (every thread's): the work done, whatever share
+  // of the cores the run gets on a shared machine.
+  timespec cpu{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+  std::fprintf(p.file, "%.3f %s %s %.3f\n", seconds, first ? "first" : "again",
+               p.names[id].c_str(),
+               static_cast<double>(cpu.tv_sec) + cpu.tv_nsec * 1e-9);
   std::fflush(p.file);
 }
 
