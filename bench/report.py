@@ -34,6 +34,9 @@ import argparse
 import os
 import sys
 
+# The modules live in bench/report/; no __pycache__ beside them, so that a
+# report leaves the source tree as it was.
+sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "report"))
 
