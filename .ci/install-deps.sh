@@ -3,6 +3,7 @@
 # Installs every Debian 12 package the build, the tests (native, emulated x86,
 # aarch64 under qemu, sanitizers) and the benchmarks need. Idempotent: packages
 # already present are left alone, so a second run costs one dpkg query.
+# With --bench, only what scripts/bench.sh needs (see the block below).
 #
 # A native package counts as present only in the native (or "all")
 # architecture: once the :arm64 twin of a Multi-Arch: same package
@@ -41,6 +42,42 @@ installed() {
   done
   return 1
 }
+
+# --bench: the benchmark's packages alone: compiler, CMake, ninja, Highway,
+# Google Benchmark and Python, plus the peers oneDNN and XNNPACK and
+# matplotlib (the chart) where the archive has them. No qemu, cross
+# compiler, arm64 architecture, cargo or torch.
+if [ "${1:-}" = "--bench" ]; then
+  missing=()
+  for p in cmake ninja-build g++ libhwy-dev libbenchmark-dev python3; do
+    installed "$p" "$arch" all || missing+=("$p")
+  done
+  optional=()
+  for p in libdnnl-dev libxnnpack-dev libpthreadpool-dev python3-matplotlib; do
+    installed "$p" "$arch" all || optional+=("$p")
+  done
+  export DEBIAN_FRONTEND=noninteractive
+  # The package lists are refreshed only for a missing required package;
+  # an optional one is taken when the lists at hand have it.
+  if [ ${#missing[@]} -gt 0 ]; then
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
+  fi
+  for p in "${optional[@]}"; do
+    if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+      missing+=("$p")
+    else
+      echo "install-deps: $p is not in the package lists: left out"
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: the benchmark's packages are present"
+    exit 0
+  fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+    --no-install-recommends "${missing[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${native[@]}"; do

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // classify_blocks on a 32k x 32k causal + window 4096 + chunk 8192 mask in
-// 64 x 64 tiles (issue 13), beside masked_softmax of 256 of the same rows
+// 64 x 64 tiles, beside masked_softmax of 256 of the same rows
 // (a [1, 1, 256, 32768] view whose query offset places it at rows
 // 16384..16639 of the square tensor): the classification's cost per row
 // against the softmax's per row. Names:
@@ -71,10 +71,10 @@ void BM_SoftmaxRows(benchmark::State& state, const std::string& target) {
 
 void Register() {
   for (const std::string& target : BenchTargets()) {
-    Configure(benchmark::RegisterBenchmark(
-        BenchName({"classify_blocks", "C32k", target}).c_str(), BM_Classify,
-        target));
-    Configure(benchmark::RegisterBenchmark(
+    Configure(
+        RegisterTracked(BenchName({"classify_blocks", "C32k", target}).c_str(),
+                        BM_Classify, target));
+    Configure(RegisterTracked(
         BenchName({"masked_softmax", "C32k", target, "rows:256"}).c_str(),
         BM_SoftmaxRows, target));
   }

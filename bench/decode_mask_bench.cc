@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bench/bench_util.h"
+#include "bench/suites.h"
 #include "rlx/attn_mask.h"
 #include "tests/reference/reference.h"
 
@@ -44,20 +45,21 @@ void BM_FillDecodeMaskReference(benchmark::State& state, std::size_t upper) {
   SetCounters(state, out.size());
 }
 
-const bool registered = [] {
+void Register() {
   for (std::size_t upper : kUppers) {
     const std::string workload = "U" + std::to_string(upper);
     for (const std::string& target : BenchTargets()) {
-      benchmark::RegisterBenchmark(
-          BenchName({"fill_decode_mask", workload, target}).c_str(),
-          BM_FillDecodeMask, target, upper);
+      RegisterTracked(BenchName({"fill_decode_mask", workload, target}).c_str(),
+                      BM_FillDecodeMask, target, upper);
     }
-    benchmark::RegisterBenchmark(
-        BenchName({"fill_decode_mask_reference", workload}).c_str(),
-        BM_FillDecodeMaskReference, upper);
+    RegisterTracked(BenchName({"fill_decode_mask_reference", workload}).c_str(),
+                    BM_FillDecodeMaskReference, upper);
   }
-  return true;
-}();
+}
+
+// With the suites' own workloads, after the standard ones (not on the
+// user's problems).
+const bool kAdded = AddSuite({.rank = -1, .once = &Register});
 
 }  // namespace
 }  // namespace rlx::bench

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // rlx_ladder_fit_bench: how long choosing a ladder from traffic takes, one
 // core. BucketLadder::fit on 10^6 observed lengths up to 131072 into 32
-// buckets (issue 13's target: well under a second), from the raw lengths and
+// buckets (the target: well under a second), from the raw lengths and
 // from their histogram, for two length distributions:
 //   uniform: every length in [1, 131072] equally likely, so about 131000
 //            distinct lengths (m): the dynamic program's worst case here;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The mask rules of today's models (issue 10), each against the host-built
+// The mask rules of today's models, each against the host-built
 // alternative that backends use today:
 //   masked_softmax/<w>/<target>  the rules, evaluated in the kernel
 //   host_mask/<w>/<target>       an f32 additive mask filled per element on
@@ -253,14 +253,14 @@ void BM_SameKept(benchmark::State& state, const RuleWorkload* w,
 void RegisterRules() {
   for (RuleWorkload& w : RuleWorkloads()) {
     for (const std::string& target : BenchTargets()) {
-      Configure(benchmark::RegisterBenchmark(
-          BenchName({"masked_softmax", w.name, target}).c_str(), BM_Rules, &w,
-          target));
-      Configure(benchmark::RegisterBenchmark(
-          BenchName({"host_mask", w.name, target}).c_str(), BM_HostMask, &w,
-          target));
+      Configure(
+          RegisterTracked(BenchName({"masked_softmax", w.name, target}).c_str(),
+                          BM_Rules, &w, target));
+      Configure(
+          RegisterTracked(BenchName({"host_mask", w.name, target}).c_str(),
+                          BM_HostMask, &w, target));
       if (w.kept_past != 0) {
-        Configure(benchmark::RegisterBenchmark(
+        Configure(RegisterTracked(
             BenchName({"masked_softmax", w.name + "kept", target}).c_str(),
             BM_SameKept, &w, target));
       }

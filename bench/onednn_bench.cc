@@ -79,7 +79,7 @@ void BM_OneDnn(benchmark::State& state, const Workload* w, bool masked) {
 void Register(const Workload& w) {
   if (!Supported(w)) return;
   for (bool masked : {false, true}) {
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({masked ? "onednn_masked_softmax" : "onednn_softmax", w.name})
             .c_str(),
         BM_OneDnn, &w, masked));

@@ -20,7 +20,7 @@ torch.set_num_threads(1); the library is single-threaded per call.
 --quick divides every extent by 16 (RLX_BENCH_SMOKE's smoke shapes); NAMEs
 pick workloads (D1 D2 D2w D3 D2full D2bf16 D2f16 P1none P1 P2 P2w P3 P3u8
 P4). The C++ number to compare `rlx` with is rlx_attn_bench's
-masked_softmax/<NAME>/<active target> (the issue's bound: the Python call
+masked_softmax/<NAME>/<active target> (the bound: the Python call
 costs at most 1.2x it on D2).
 """
 

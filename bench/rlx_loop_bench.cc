@@ -36,8 +36,8 @@ void BM_RlxLoop(benchmark::State& state, const Workload* w) {
 }
 
 void Register(const Workload& w) {
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"rlx_loop", w.name}).c_str(), BM_RlxLoop, &w));
+  Configure(
+      RegisterTracked(BenchName({"rlx_loop", w.name}).c_str(), BM_RlxLoop, &w));
 }
 
 const bool kAdded = AddSuite({.rank = 10, .per_workload = &Register});

@@ -16,6 +16,8 @@
 //       averages the workload's)
 //   reference/<workload>                rlx::reference::masked_softmax: the
 //       double-precision oracle, written for clarity, not speed
+// On a problem of the user's own (bench/problem.h) apply_mask and
+// masked_softmax run, the latter with the problem's softmax options.
 // Every run starts from the workload's pristine scores; iterations then run
 // in place on the previous iteration's output (softmax of a softmax and a
 // repeated fill do the same work as the first).
@@ -37,7 +39,7 @@ namespace rlx::bench {
 namespace {
 
 // One kernel call per iteration, in place on the workload's scores.
-using InPlaceKernel = void (*)(const ScoreView&, const MaskSpec&);
+using InPlaceKernel = void (*)(const ScoreView&, const WorkloadData&);
 
 void BM_InPlace(benchmark::State& state, const Workload* w,
                 const std::string& target, InPlaceKernel kernel) {
@@ -45,18 +47,20 @@ void BM_InPlace(benchmark::State& state, const Workload* w,
   const WorkloadData& data = Data(*w);
   const ScoreView view = FreshScores(*w);
   for (auto _ : state) {
-    kernel(view, data.mask);
+    kernel(view, data);
     benchmark::ClobberMemory();
   }
   SetScoreCounters(state, *w);
 }
 
-void ApplyMaskKernel(const ScoreView& view, const MaskSpec& mask) {
-  apply_mask(view, mask);
+void ApplyMaskKernel(const ScoreView& view, const WorkloadData& data) {
+  apply_mask(view, data.mask);
 }
 
-void MaskedSoftmaxKernel(const ScoreView& view, const MaskSpec& mask) {
-  masked_softmax(view, mask);
+// The workload's options: the defaults, or those of a problem of the
+// user's own (bench/problem.h).
+void MaskedSoftmaxKernel(const ScoreView& view, const WorkloadData& data) {
+  masked_softmax(view, data.mask, data.options);
 }
 
 void BM_MaskedSoftmaxThreads(benchmark::State& state, const Workload* w,
@@ -103,38 +107,38 @@ void BM_Reference(benchmark::State& state, const Workload* w) {
 }
 
 void RegisterReference(const Workload& w) {
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"reference", w.name}).c_str(), BM_Reference, &w));
+  Configure(RegisterTracked(BenchName({"reference", w.name}).c_str(),
+                            BM_Reference, &w));
 }
 
 void RegisterKernels(const Workload& w, const std::string& target) {
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"apply_mask", w.name, target}).c_str(), BM_InPlace, &w, target,
-      &ApplyMaskKernel));
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"masked_softmax", w.name, target}).c_str(), BM_InPlace, &w,
-      target, &MaskedSoftmaxKernel));
+  Configure(RegisterTracked(BenchName({"apply_mask", w.name, target}).c_str(),
+                            BM_InPlace, &w, target, &ApplyMaskKernel));
+  Configure(
+      RegisterTracked(BenchName({"masked_softmax", w.name, target}).c_str(),
+                      BM_InPlace, &w, target, &MaskedSoftmaxKernel));
   if (w.resident_rows > 0) {
     const std::size_t first = w.resident_first;
     const std::string suffix =
         "rows:" + (first == 0 ? std::to_string(w.resident_rows)
                               : std::to_string(first) + "-" +
                                     std::to_string(first + w.resident_rows));
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({"masked_softmax", w.name, target, suffix}).c_str(),
         BM_ResidentRows, &w, target, w.resident_rows));
   }
   if (!w.threaded) return;
   for (std::size_t threads : {1, 2}) {
     const std::string suffix = "threads:" + std::to_string(threads);
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({"masked_softmax", w.name, target, suffix}).c_str(),
         BM_MaskedSoftmaxThreads, &w, target, threads));
   }
 }
 
-const bool kAdded = AddSuite({.rank = 0, .per_workload = &RegisterReference}) &&
-                    AddSuite({.rank = 30, .per_target = &RegisterKernels});
+const bool kAdded =
+    AddSuite({.rank = 0, .per_workload = &RegisterReference}) &&
+    AddSuite({.rank = 30, .per_target = &RegisterKernels, .custom = true});
 
 }  // namespace
 }  // namespace rlx::bench

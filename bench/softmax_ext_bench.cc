@@ -390,9 +390,8 @@ void BM_SplitRowInPlace(benchmark::State& state, SplitRowCase c,
 
 void Add(const Workload& w, const std::string& target, const char* name,
          const MaskSpec& mask, const SoftmaxOptions& options) {
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"masked_softmax", name, target}).c_str(), BM_WithOptions, &w,
-      target, mask, options));
+  Configure(RegisterTracked(BenchName({"masked_softmax", name, target}).c_str(),
+                            BM_WithOptions, &w, target, mask, options));
 }
 
 void Register(const Workload& w, const std::string& target) {
@@ -412,23 +411,23 @@ void Register(const Workload& w, const std::string& target) {
     // Kept-only rows: the default mode's time without its fill (the 16-bit
     // rows' too, whose bars are read against their floor plus the fill).
     Add(w, target, (w.name + "keptonly").c_str(), Data(w).mask, kept_only);
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({"kept_softmax_floor_in_place", w.name, target}).c_str(),
         BM_InPlaceFloor, &w, target));
   }
   if (base == "D1" || base == "D2" || base == "D2w" || base == "D3" ||
       w.name == "D2full") {
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({"kept_softmax_floor_contract", w.name, target}).c_str(),
         BM_ContractFloor, &w, target));
   }
   if (w.name == "D1") {
     for (const std::size_t keys : {std::size_t{16}, std::size_t{301}}) {
       const std::string name = "D1head" + std::to_string(keys);
-      Configure(benchmark::RegisterBenchmark(
-          BenchName({"masked_softmax", name, target}).c_str(), BM_RowHead, &w,
-          target, keys));
-      Configure(benchmark::RegisterBenchmark(
+      Configure(
+          RegisterTracked(BenchName({"masked_softmax", name, target}).c_str(),
+                          BM_RowHead, &w, target, keys));
+      Configure(RegisterTracked(
           BenchName({"kept_softmax_floor", name, target}).c_str(),
           BM_RowHeadFloor, &w, target, keys));
     }
@@ -448,7 +447,7 @@ void Register(const Workload& w, const std::string& target) {
       for (const auto& [threads, parallel] :
            {std::pair{1, false}, {2, false}, {2, true}}) {
         std::string suffix = "threads:" + std::to_string(threads);
-        Configure(benchmark::RegisterBenchmark(
+        Configure(RegisterTracked(
             BenchName({parallel ? "split_row_parallel_merge" : "split_row",
                        c.name, target, suffix})
                 .c_str(),
@@ -456,11 +455,11 @@ void Register(const Workload& w, const std::string& target) {
             parallel));
       }
       for (const std::size_t threads : {1, 2}) {
-        Configure(benchmark::RegisterBenchmark(
-            BenchName({"split_row_in_place", c.name, target,
-                       "threads:" + std::to_string(threads)})
-                .c_str(),
-            BM_SplitRowInPlace, c, target, threads));
+        Configure(
+            RegisterTracked(BenchName({"split_row_in_place", c.name, target,
+                                       "threads:" + std::to_string(threads)})
+                                .c_str(),
+                            BM_SplitRowInPlace, c, target, threads));
       }
     }
   }

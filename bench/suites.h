@@ -18,6 +18,25 @@
 
 namespace rlx::bench {
 
+// Called at the start of every run of a benchmark's function (each
+// iteration-count probe of its first repetition, then one call per
+// repetition): writes a line to the progress file when the call starts a
+// repetition (bench/progress.cc).
+void NoteRun(std::size_t id, benchmark::IterationCount iterations);
+std::size_t NewProgressId(const std::string& name);
+
+// benchmark::RegisterBenchmark(name, fn, args...) with its runs counted for
+// scripts/bench.sh's progress line (NoteRun).
+template <class Fn, class... Args>
+benchmark::internal::Benchmark* RegisterTracked(const char* name, Fn fn,
+                                                Args... args) {
+  const std::size_t id = NewProgressId(name);
+  return benchmark::RegisterBenchmark(name, [=](benchmark::State& state) {
+    if (state.thread_index() == 0) NoteRun(id, state.max_iterations);
+    fn(state, args...);
+  });
+}
+
 struct Suite {
   int rank = 0;  // suites register in increasing rank
   // Registers the suite's target-independent benchmarks of `w` (or nothing).
@@ -27,6 +46,9 @@ struct Suite {
   // Registers benchmarks of workloads of the suite's own (after every
   // standard workload's), or nothing.
   void (*once)() = nullptr;
+  // Whether per_target also registers on the user's own problems
+  // (bench/problem.h): the kernels and the floors do.
+  bool custom = false;
 };
 
 inline std::vector<Suite>& Suites() {

@@ -8,6 +8,8 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -72,11 +74,54 @@ struct Storage {
   WorkloadData data;
   std::vector<float> keep_f32;        // P3 mask; rlx rows of dense keep masks
   std::vector<std::uint8_t> keep_u8;  // P3u8 mask
-  std::vector<float> bias;            // P4 bias
-  std::vector<float> rlx;             // materialised structured masks
+  std::vector<std::uint64_t> keep_bits;
+  std::vector<float> bias;  // P4 bias
+  std::vector<float> rlx;   // materialised structured masks
+  // A problem's rule inputs and options.
+  std::vector<std::int64_t> q_position, k_position, prefix_end, offsets;
+  std::vector<std::int32_t> q_segment, k_segment;
+  std::vector<float> sink_logits, alibi_slopes, row_lse;
 };
 
+// P3's keep mask [batches, k_len]: padding masks of decreasing length per
+// batch (18% shorter each, at least one key), with ~10% of the keys before
+// the padding dropped too; key 0 is always kept.
+std::vector<float> PaddingKeepMask(std::size_t batches, std::size_t k_len) {
+  std::vector<float> keep(batches * k_len, 0.0f);
+  Random random(12345);
+  for (std::size_t b = 0; b < batches; ++b) {
+    const std::size_t cut = b * (k_len * 18 / 100);
+    const std::size_t len = cut < k_len ? k_len - cut : 1;
+    for (std::size_t k = 0; k < len; ++k) {
+      const bool dropped = k != 0 && random.Next() % 10 == 0;
+      keep[b * k_len + k] = dropped ? 0.0f : 1.0f;
+    }
+  }
+  return keep;
+}
+
+// P4's bias over `mask_rows` rows [.., heads, q_len, k_len]: ALiBi-like,
+// head h adds -2^-(h+1) * distance; -inf above the diagonal (a causal bias).
+std::vector<float> AlibiCausalBias(std::size_t mask_rows, std::size_t heads,
+                                   std::size_t q_len, std::size_t k_len) {
+  std::vector<float> bias(mask_rows * k_len);
+  const std::size_t q_off = k_len - q_len;
+  for (std::size_t r = 0; r < mask_rows; ++r) {
+    const std::size_t h = (r / q_len) % heads;
+    const std::size_t abs_q = q_off + r % q_len;
+    const float slope = std::ldexp(1.0f, -static_cast<int>(h + 1));
+    for (std::size_t k = 0; k < k_len; ++k) {
+      bias[r * k_len + k] =
+          k <= abs_q ? -slope * static_cast<float>(abs_q - k) : kNegInf;
+    }
+  }
+  return bias;
+}
+
+std::unique_ptr<Storage> BuildProblem(const Workload& w);
+
 std::unique_ptr<Storage> Build(const Workload& w) {
+  if (w.problem != nullptr) return BuildProblem(w);
   auto s = std::make_unique<Storage>();
   WorkloadData& d = s->data;
   const Shape4& shape = w.shape;
@@ -115,15 +160,7 @@ std::unique_ptr<Storage> Build(const Workload& w) {
       // Padding masks of decreasing length per batch, with ~10% of the keys
       // before the padding dropped too; key 0 is always kept.
       const std::size_t batches = w.mask_shape.batch;
-      s->keep_f32.assign(batches * k_len, 0.0f);
-      Random random(12345);
-      for (std::size_t b = 0; b < batches; ++b) {
-        const std::size_t len = k_len - b * (k_len * 18 / 100);
-        for (std::size_t k = 0; k < len; ++k) {
-          const bool dropped = k != 0 && random.Next() % 10 == 0;
-          s->keep_f32[b * k_len + k] = dropped ? 0.0f : 1.0f;
-        }
-      }
+      s->keep_f32 = PaddingKeepMask(batches, k_len);
       if (w.kind == MaskKind::kKeepF32) {
         d.mask = MaskSpec::keep(s->keep_f32.data(), w.mask_shape);
       } else {
@@ -144,17 +181,8 @@ std::unique_ptr<Storage> Build(const Workload& w) {
     case MaskKind::kBias: {
       // ALiBi-like: head h adds -2^-(h+1) * distance; -inf above the
       // diagonal (a causal bias).
-      s->bias.resize(w.mask_shape.rows() * k_len);
-      const std::size_t q_off = k_len - shape.q_len;
-      for (std::size_t r = 0; r < w.mask_shape.rows(); ++r) {
-        const std::size_t h = (r / shape.q_len) % shape.heads;
-        const std::size_t abs_q = q_off + r % shape.q_len;
-        const float slope = std::ldexp(1.0f, -static_cast<int>(h + 1));
-        for (std::size_t k = 0; k < k_len; ++k) {
-          s->bias[r * k_len + k] =
-              k <= abs_q ? -slope * static_cast<float>(abs_q - k) : kNegInf;
-        }
-      }
+      s->bias =
+          AlibiCausalBias(w.mask_shape.rows(), shape.heads, shape.q_len, k_len);
       d.mask = MaskSpec::bias(s->bias.data(), w.mask_shape);
       d.rlx.rows = s->bias.data();
       d.rlx.bias = true;
@@ -181,11 +209,191 @@ std::unique_ptr<Storage> Build(const Workload& w) {
   return s;
 }
 
+// A problem's mask and options from its rules (bench/problem.h), and its
+// kept elements counted from the library's own apply_mask on zeros: a key
+// is kept iff its score stays finite. The rlx mask holds that per row.
+std::unique_ptr<Storage> BuildProblem(const Workload& w) {
+  auto s = std::make_unique<Storage>();
+  WorkloadData& d = s->data;
+  const Problem& p = *w.problem;
+  const Shape4& shape = w.shape;
+  const std::size_t B = shape.batch, H = shape.heads, Q = shape.q_len,
+                    K = shape.k_len;
+  d.scores = PristineScores(w);
+  // The kind: None, Causal, SlidingWindow or Decode (the parser's), with
+  // its dense part, if any, added on top below.
+  if (p.kind == MaskKind::kCausal) {
+    d.mask = MaskSpec::causal();
+  } else if (p.kind == MaskKind::kSlidingWindow) {
+    d.mask = MaskSpec::sliding_window(p.window);
+  } else if (p.kind == MaskKind::kDecode) {
+    d.mask = MaskSpec::decode(p.past, K - 1, p.window);
+  }
+  const bool structured = p.kind != MaskKind::kNone;
+  const Shape4 keep_shape{.batch = B, .heads = 1, .q_len = 1, .k_len = K};
+  switch (p.dense) {
+    case DenseKind::kNone:
+      break;
+    case DenseKind::kKeepF32:
+      s->keep_f32 = PaddingKeepMask(B, K);
+      d.mask = structured ? d.mask.with_keep(s->keep_f32.data(), keep_shape)
+                          : MaskSpec::keep(s->keep_f32.data(), keep_shape);
+      break;
+    case DenseKind::kKeepU8: {
+      const std::vector<float> keep = PaddingKeepMask(B, K);
+      s->keep_u8.resize(keep.size());
+      for (std::size_t i = 0; i < keep.size(); ++i) {
+        s->keep_u8[i] = keep[i] != 0.0f ? 1 : 0;
+      }
+      d.mask = structured ? d.mask.with_keep(s->keep_u8.data(), keep_shape)
+                          : MaskSpec::keep(s->keep_u8.data(), keep_shape);
+      break;
+    }
+    case DenseKind::kKeepBits: {
+      const std::vector<float> keep = PaddingKeepMask(B, K);
+      const std::size_t words = (K + 63) / 64;
+      s->keep_bits.assign(B * words, 0);
+      for (std::size_t b = 0; b < B; ++b) {
+        for (std::size_t k = 0; k < K; ++k) {
+          if (keep[b * K + k] != 0.0f) {
+            s->keep_bits[b * words + k / 64] |= std::uint64_t{1} << (k % 64);
+          }
+        }
+      }
+      d.mask = structured
+                   ? d.mask.with_keep_bits(s->keep_bits.data(), keep_shape)
+                   : MaskSpec::keep_bits(s->keep_bits.data(), keep_shape);
+      break;
+    }
+    case DenseKind::kBias: {
+      const Shape4 bias_shape{.batch = 1, .heads = H, .q_len = Q, .k_len = K};
+      s->bias = AlibiCausalBias(bias_shape.rows(), H, Q, K);
+      d.mask = structured ? d.mask.with_bias(s->bias.data(), bias_shape)
+                          : MaskSpec::bias(s->bias.data(), bias_shape);
+      break;
+    }
+  }
+  if (p.window_keys != 0) d.mask = d.mask.with_window_keys(p.window_keys);
+  if (p.chunk != 0) d.mask = d.mask.with_chunk(p.chunk);
+  if (p.sink_keys != 0) d.mask = d.mask.with_sink_keys(p.sink_keys);
+  std::int64_t q_off = static_cast<std::int64_t>(K - std::min(K, Q));
+  if (p.query_offset != INT64_MIN) {
+    q_off = p.query_offset;
+    s->offsets.assign(B, p.query_offset);
+    d.mask = d.mask.with_query_offsets(s->offsets.data());
+  }
+  if (p.prefix >= 0) {
+    s->prefix_end.assign(B, p.prefix);
+    d.mask = d.mask.with_prefix(s->prefix_end.data());
+  }
+  if (p.segments != 0) {
+    // N documents of equal length (the last one shorter), by position.
+    const std::size_t len = (K + p.segments - 1) / p.segments;
+    s->k_segment.resize(B * K);
+    s->q_segment.resize(B * Q);
+    for (std::size_t i = 0; i < B * K; ++i) {
+      s->k_segment[i] = static_cast<std::int32_t>(i % K / len);
+    }
+    for (std::size_t i = 0; i < B * Q; ++i) {
+      const std::int64_t pos = q_off + static_cast<std::int64_t>(i % Q);
+      s->q_segment[i] = static_cast<std::int32_t>(
+          pos < 0 ? -1 : static_cast<std::int64_t>(pos / len));
+    }
+    d.mask = d.mask.with_segments(s->q_segment.data(), s->k_segment.data());
+  }
+  if (p.paged_block != 0) {
+    // Blocks of a paged cache in a shuffled order (PG's layout): positions
+    // 0..valid-1 fill the blocks in that order; the queries are the newest
+    // q_len of them.
+    const std::size_t block = p.paged_block;
+    std::vector<std::size_t> order((K + block - 1) / block);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), std::mt19937_64(K));
+    s->k_position.assign(B * K, -1);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      for (std::size_t j = 0; j < block; ++j) {
+        const std::size_t pos = i * block + j, slot = order[i] * block + j;
+        if (pos < p.valid && slot < K) {
+          for (std::size_t b = 0; b < B; ++b) {
+            s->k_position[b * K + slot] = static_cast<std::int64_t>(pos);
+          }
+        }
+      }
+    }
+    s->q_position.resize(B * Q);
+    for (std::size_t i = 0; i < B * Q; ++i) {
+      s->q_position[i] = static_cast<std::int64_t>(p.valid - Q + i % Q);
+    }
+    d.mask = d.mask.with_positions(s->q_position.data(), s->k_position.data());
+  }
+  d.options.scale = p.scale;
+  d.options.softcap = p.softcap;
+  if (p.has_sink_logits) {
+    s->sink_logits.assign(H, p.sink_logit);
+    d.options.sink_logits = s->sink_logits.data();
+  }
+  if (p.has_alibi) {
+    s->alibi_slopes = alibi_slopes(H, p.alibi_max_bias);
+    d.options.alibi_slopes = s->alibi_slopes.data();
+  }
+  if (p.lse) {
+    s->row_lse.assign(shape.rows(), 0.0f);
+    d.options.row_lse = s->row_lse.data();
+  }
+  d.options.zero_masked = p.zero_masked;
+
+  // Which keys each row keeps: the library's apply_mask on zeros.
+  s->rlx.assign(shape.rows() * K, 0.0f);
+  apply_mask(
+      {s->rlx.data(), ScoreType::kF32, shape, Strides3::contiguous(shape)},
+      d.mask);
+  for (float& v : s->rlx) {
+    const bool kept = std::isfinite(v);
+    d.kept += kept;
+    v = kept ? 1.0f : 0.0f;
+  }
+  d.rlx.rows = s->rlx.data();
+  d.rlx.div = 1;
+  d.rlx.mod = shape.rows();
+  return s;
+}
+
 }  // namespace
+
+std::vector<Workload>& CustomWorkloads() {
+  static std::vector<Workload> workloads;
+  return workloads;
+}
+
+void SetCustomWorkloads(const std::vector<Problem>& problems) {
+  static std::vector<Problem> kept;
+  kept = problems;
+  std::vector<Workload>& all = CustomWorkloads();
+  all.clear();
+  for (const Problem& p : kept) {
+    Workload w;
+    w.name = p.name;
+    w.shape = p.shape;
+    w.type = p.type;
+    w.kind = p.dense == DenseKind::kNone ? p.kind : MaskKind::kNone;
+    w.problem = &p;
+    all.push_back(w);
+  }
+}
+
+void CheckProblem(const Workload& w) {
+  const WorkloadData& data = Data(w);
+  const ScoreView view = FreshScores(w);
+  masked_softmax(view, data.mask, data.options, RowRange{0, 1});
+}
 
 const WorkloadData& Data(const Workload& w) {
   static std::map<std::string, std::unique_ptr<Storage>> cache;
-  auto& entry = cache[w.name];
+  // A problem's data by its name and descriptor (a test may give two
+  // problems one name in turn).
+  auto& entry = cache[w.problem == nullptr
+                          ? w.name
+                          : "problem " + w.name + " " + w.problem->descriptor];
   if (!entry) entry = Build(w);
   return entry->data;
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The standard workloads of the benchmark suites (issue 4), defined here and
-// nowhere else, and the data each one runs on.
+// The standard workloads of the benchmark suites, defined here and nowhere
+// else, the problems of the user's own (bench/problem.h) as workloads, and
+// the data each one runs on.
 //
 // Decode (q_len 1, one row per head, mask Decode(past, upper, window)):
 //   D1   32 rows x 513 keys, upper 512, past 300
@@ -30,7 +31,9 @@
 #include <string>
 #include <vector>
 
+#include "bench/problem.h"
 #include "bench/rlx_loop.h"
+#include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 
 namespace rlx::bench {
@@ -48,6 +51,9 @@ struct Workload {
   // kernel's compute without the memory traffic of the whole workload.
   std::size_t resident_rows = 0;
   std::size_t resident_first = 0;
+  // A problem of the user's own (--shape, --problems): its data is built
+  // from the problem's rules and options instead of `kind`.
+  const Problem* problem = nullptr;
 
   std::size_t elements() const { return shape.rows() * shape.k_len; }
   std::size_t element_bytes() const {
@@ -139,8 +145,13 @@ inline const std::vector<Workload>& Workloads() {
   return workloads;
 }
 
+// The user's problems as workloads (empty unless set), registered instead
+// of the standard ones (beside them with --standard_workloads).
+std::vector<Workload>& CustomWorkloads();
+void SetCustomWorkloads(const std::vector<Problem>& problems);
+
 // The inputs of one workload, built once on first use and kept for the
-// process (benchmarks of the same shape share the scores).
+// process (benchmarks of the same shape and type share the scores).
 struct WorkloadData {
   const void* scores = nullptr;  // pristine scores, workload.type, contiguous
   MaskSpec mask;                 // what the library's kernels are given
@@ -149,9 +160,16 @@ struct WorkloadData {
   // keep: [batch, k_len]; bias: the bias), for the rlx_loop baseline.
   RlxMask rlx;
   std::size_t kept = 0;  // score elements the mask keeps
+  // What masked_softmax is given (the defaults but for a problem's own).
+  SoftmaxOptions options;
 };
 
 const WorkloadData& Data(const Workload& w);
+
+// Builds a problem's data now and runs masked_softmax on its first row with
+// its options, so that the library's own checks speak before any benchmark
+// runs: throws std::invalid_argument with the library's message.
+void CheckProblem(const Workload& w);
 
 // A process-wide scratch buffer (64-byte aligned) of at least `bytes`;
 // `slot` 0 holds working scores, slot 1 copy/exp destinations, slot 2 exp

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The plain softmax peer that issue 22 measures the library against:
+// The plain softmax peer the library is measured against ("masking for
+// free"):
 // XNNPACK's f32 softmax operator (its own microkernels for this CPU, chosen
 // by XNNPACK at initialisation), one thread (no thread pool).
 //   xnnpack_kept_softmax/<workload>  over only the kept keys of each row,
@@ -132,11 +133,11 @@ void Register(const Workload& w) {
   // Every row of a decode workload keeps the same keys (its heads share
   // the mask), so one operator runs them all.
   if (w.kind == MaskKind::kDecode) {
-    Configure(benchmark::RegisterBenchmark(
+    Configure(RegisterTracked(
         BenchName({"xnnpack_kept_softmax", w.name}).c_str(), BM_XnnKept, &w));
   }
-  Configure(benchmark::RegisterBenchmark(
-      BenchName({"xnnpack_softmax", w.name}).c_str(), BM_XnnFull, &w));
+  Configure(RegisterTracked(BenchName({"xnnpack_softmax", w.name}).c_str(),
+                            BM_XnnFull, &w));
 }
 
 bool AddXnnpack() {
