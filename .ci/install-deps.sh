@@ -63,7 +63,10 @@ if [ "${1:-}" = "--bench" ]; then
     $SUDO apt-get -o DPkg::Lock::Timeout=600 update -q
   fi
   for p in "${optional[@]}"; do
-    if apt-cache policy "$p" 2>/dev/null | grep -q 'Candidate: [^(]'; then
+    # Read whole, then matched: grep -q closing the pipe early would fail
+    # the pipeline under pipefail even when the package is there.
+    policy=$(apt-cache policy "$p" 2>/dev/null || true)
+    if grep -q 'Candidate: [^(]' <<<"$policy"; then
       missing+=("$p")
     else
       echo "install-deps: $p is not in the package lists: left out"
