@@ -7,8 +7,8 @@
  *   - the list itself: a structured binding of MaskSpec with one name per
  *     row (MaskFieldListCoversMaskSpec below) fails to compile when the
  *     counts differ;
- *   - the C mapping (src/c_api/c_api.cc ToMask): one assignment per row from
- * the rlx_mask_spec field of the same name, which must exist;
+ *   - the C mapping (src/c_api/c_api_convert.cc ToMask): one assignment per row
+ * from the rlx_mask_spec field of the same name, which must exist;
  *   - validation (src/scores/score_kernels.cc CheckMask): every kExtent field
  * is checked to fit int64, generated;
  *   - the rules (src/mask/mask_rows.h RulesOf): a mask is dense-only when no

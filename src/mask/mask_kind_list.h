@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The one list of mask kinds and dense-part kinds (include/rlx/scores.h)
-// that the C mapping (src/c_api/c_api.cc), the fuzzer (tests/fuzz/) and the
-// bindings' checks come from. Adding a kind: add its enumerator to
+// that the C mapping (src/c_api/c_api_convert.cc), the fuzzer (tests/fuzz/) and
+// the bindings' checks come from. Adding a kind: add its enumerator to
 // scores.h, its row here and its constant to include/rlx/rlx_attn_mask.h;
 // every switch over the list has no `default:`, and the library, tests and
 // fuzzer build with -Werror=switch, so each place that does not handle it
