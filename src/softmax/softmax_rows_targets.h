@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The targets the softmax units (src/softmax_*rows.cc) compile: every
+// The targets the softmax units (src/softmax/softmax_*rows.cc) compile: every
 // other unit's but AVX3_DL, which runs AVX3's code there (their dispatch
 // takes the nearest compiled target: RLX_DYNAMIC_DISPATCH_NEAREST in
 // src/dispatch/dispatch.h). Nothing AVX3_DL adds (VNNI, VBMI2, VPCLMULQDQ,
