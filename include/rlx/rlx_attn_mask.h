@@ -293,6 +293,21 @@ typedef enum {
  * initialised, garbage, or a newer header's) is RLX_INVALID_ARGUMENT with a
  * message naming it; the library never reads past it. */
 
+/* A block list (FlexAttention's BlockMask), rlx::BlockList: query row q is
+ * in query block q / q_block, key block j holds keys [j * k_block,
+ * (j + 1) * k_block). For query block i of (b, h), the first
+ * num_blocks[(b * heads + h) * q_blocks + i] entries of that row of
+ * `indices` ([batch, heads, q_blocks, max_blocks]) are its partial key
+ * blocks; full_num_blocks / full_indices its full ones (both NULL: none).
+ * batch and heads are the scores' extents or 1 (broadcast). */
+typedef struct {
+  const int32_t* num_blocks;
+  const int32_t* indices;
+  const int32_t* full_num_blocks;
+  const int32_t* full_indices;
+  size_t batch, heads, q_blocks, max_blocks, q_block, k_block;
+} rlx_block_list;
+
 /* How scores are masked (docs/SEMANTICS.md, "Mask rules over logical
  * positions").
  *
@@ -355,6 +370,17 @@ typedef struct {
   const int64_t* q_position; /* [batch, q_len]; NULL: implicit */
   const int64_t* k_position; /* [batch, k_len]; NULL: implicit; < 0 empty */
   rlx_dense_kind dense;      /* a dense part on top of a structured kind */
+  /* Appended after 0.1.0: a caller built against 0.1.0's header has none
+   * of these (its struct_size says so); they take their defaults. */
+  size_t window_keys_after; /* A > 0: keep p_k - p_q < A */
+  const int32_t* q_group;   /* [batch, q_len], 0 = no group; with k_group */
+  const int32_t* k_group;   /* [batch, k_len], 0 = no group */
+  /* A key list: row (b, h, q) keeps only the keys its n slots name, -1 =
+   * unused slot; key_indices_shape = {batch or 1, heads or 1, q_len or 1,
+   * n} (k_len holds n), contiguous. */
+  const int32_t* key_indices;
+  rlx_shape4 key_indices_shape;
+  rlx_block_list block_list; /* absent while block_list.num_blocks is NULL */
 } rlx_mask_spec;
 
 /* Softmax options (docs/SEMANTICS.md, "Softmax extensions"). Pass NULL for the

@@ -114,6 +114,14 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::strides:
     case F::dense:
       return 0;
+    // Declared, not built yet: CheckMask rejects them.
+    case F::window_keys_after:
+    case F::q_group:
+    case F::k_group:
+    case F::key_indices:
+    case F::key_indices_shape:
+    case F::block_list:
+      return 0;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
