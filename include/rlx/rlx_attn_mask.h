@@ -350,9 +350,10 @@ typedef struct {
  * Rows whose kept set is a few key intervals (implicit key positions, no
  * segments, no groups, no dense part) are computed from those intervals
  * alone, never materialised; explicit key positions, segments, groups and
- * dense parts are evaluated per element (rlx_kept_keys then covers the kept
- * keys: for a row with a nonzero group, its group's keys too). Arrays are read during the call only. DECODE
- * requires past <= upper and k_len == upper + 1. */
+ * dense parts are evaluated per element (rlx_kept_keys then covers the
+ * kept keys: for a row with a nonzero group, its group's keys too). Arrays
+ * are read during the call only. DECODE requires past <= upper and k_len ==
+ * upper + 1. */
 typedef struct {
   size_t struct_size; /* sizeof(rlx_mask_spec): rlx_mask_spec_init */
   rlx_mask_kind kind;
@@ -488,9 +489,9 @@ static inline rlx_strides3 rlx_keep_bits_strides(rlx_shape4 shape) {
  * implicit positions and no segments, group or dense part (NONE and the
  * dense kinds give the whole row [0, k_len)); otherwise a superset that the
  * per-element rules narrow (a row with a nonzero group: its position
- * intervals and its group's keys in one hull, DECODE's token apart). Executors use it to skip the masked part of P x V. Requires
- * mask and out non-NULL, q < q_len, k_len >= 1 and a valid mask for that
- * k_len. */
+ * intervals and its group's keys in one hull, DECODE's token apart). Executors
+ * use it to skip the masked part of P x V. Requires mask and out non-NULL, q <
+ * q_len, k_len >= 1 and a valid mask for that k_len. */
 RLX_ATTN_MASK_API rlx_status rlx_kept_keys(const rlx_mask_spec* mask,
                                            size_t batch_index, size_t q,
                                            size_t q_len, size_t k_len,

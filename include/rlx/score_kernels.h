@@ -63,8 +63,8 @@ struct SoftmaxOptions {
   // only. Keys outside kept_keys(mask, b, q, ...) are left unwritten; every
   // key inside it is written exactly as in the default mode, a masked one as
   // 0 (kept_keys is a superset of the kept keys under explicit positions,
-  // segments, groups, dense parts and biases). A row whose kept_keys is empty is
-  // left unwritten entirely. docs/SEMANTICS.md, "Kept-only writes".
+  // segments, groups, dense parts and biases). A row whose kept_keys is empty
+  // is left unwritten entirely. docs/SEMANTICS.md, "Kept-only writes".
   bool zero_masked = true;
 };
 

@@ -7,9 +7,11 @@
 // This is the seam every rule plugs into. RulesOf normalises a MaskSpec
 // (kind and rule fields) once per call; KeptKeysOf turns a row's rules into
 // at most three key intervals (sink, base, Decode token), exact when every
-// key has its implicit position; RowKeepBytes decides the per-element rules
-// (explicit key positions, segments, dense keep masks) inside them. Kernels
-// work on the intervals alone and read the bytes only where Rules says so.
+// key has its implicit position and the row is in no group (a group row's
+// intervals cover its group's keys too); RowKeepBytes decides the per-element
+// rules (explicit key positions, groups, segments, dense keep masks) inside
+// them. Kernels work on the intervals alone and read the bytes only where Rules
+// says so.
 #ifndef RLX_SRC_MASK_MASK_ROWS_H_
 #define RLX_SRC_MASK_MASK_ROWS_H_
 
@@ -27,12 +29,12 @@ namespace rlx::detail {
 // A mask's rules, normalised once per call. Windows, chunks and sinks fit in
 // int64 (score_kernels.cc rejects larger ones).
 struct Rules {
-  bool causal = false;      // Causal, SlidingWindow, Decode
-  bool decode = false;      // the Decode slot layout
-  std::int64_t window = 0;  // W counting the query; 0 = none
+  bool causal = false;            // Causal, SlidingWindow, Decode
+  bool decode = false;            // the Decode slot layout
+  std::int64_t window = 0;        // W counting the query; 0 = none
   std::int64_t window_after = 0;  // A: keep p_k - p_q < A; 0 = none
-  std::int64_t chunk = 0;   // C; 0 = none
-  std::int64_t sink = 0;    // S; 0 = none
+  std::int64_t chunk = 0;         // C; 0 = none
+  std::int64_t sink = 0;          // S; 0 = none
   DenseKind dense = DenseKind::kNone;
   bool explicit_keys = false;  // k_position given: intervals say nothing
   bool segments = false;
@@ -215,8 +217,8 @@ inline std::int64_t KeyPosition(const MaskSpec& mask, std::size_t b,
 // The position rules of one query row as ranges of key positions: a key at
 // position p_k >= 0 is kept by them iff it lies in [base_begin, base_end)
 // (base = (causal OR prefix) AND window AND window_after AND chunk, each a
-// range of p_k once p_q is fixed) or in [0, sink_end) (the sinks). 128-bit: no bound wraps;
-// an empty range has begin >= end.
+// range of p_k once p_q is fixed) or in [0, sink_end) (the sinks). 128-bit: no
+// bound wraps; an empty range has begin >= end.
 struct PositionRanges {
   __int128 base_begin = 0, base_end = 0, sink_end = 0;
 };
@@ -270,8 +272,8 @@ inline void AddKeyInterval(KeptKeys* kept, std::size_t begin, std::size_t end) {
 // The group of row (b, q): 0 when the mask has no groups or the row is in
 // none. A row with a nonzero group (a group row) also keeps the keys of its
 // group, wherever the position rules put them.
-inline std::int32_t GroupOf(const MaskSpec& mask, const Rules& r,
-                            std::size_t b, std::size_t q, std::size_t q_len) {
+inline std::int32_t GroupOf(const MaskSpec& mask, const Rules& r, std::size_t b,
+                            std::size_t q, std::size_t q_len) {
   return r.groups ? mask.q_group[b * q_len + q] : 0;
 }
 
@@ -562,8 +564,8 @@ inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
       const std::int32_t* k_group = mask.k_group + i.b * k_len;
       if (positions != nullptr) {
         for (std::size_t k = begin; k < end; ++k) {
-          bytes[k - origin] |= static_cast<std::uint8_t>(
-              (k_group[k] == group) & (positions[k] >= 0));
+          bytes[k - origin] |= static_cast<std::uint8_t>((k_group[k] == group) &
+                                                         (positions[k] >= 0));
         }
       } else if (r.decode) {
         for (std::size_t k = begin; k < end; ++k) {

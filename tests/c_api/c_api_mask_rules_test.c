@@ -419,8 +419,8 @@ static void TestGroupsAndTwoSidedWindows(void) {
   m.k_group = image;
   for (q = 0; q < 8; ++q)
     for (k = 0; k < 8; ++k)
-      want[q * 8 + k] = (k <= q && q - k < 3) ||
-                        (image[q] != 0 && image[q] == image[k]);
+      want[q * 8 + k] =
+          (k <= q && q - k < 3) || (image[q] != 0 && image[q] == image[k]);
   CHECK(KeptSetIs(&m, 8, 8, want));
   /* Row 1 (image) covers keys 0..5: its window [0, 2) and its image. */
   CHECK(rlx_kept_keys(&m, 0, 1, 8, 8, &kept) == RLX_OK);
@@ -439,8 +439,7 @@ static void TestGroupsAndTwoSidedWindows(void) {
   m.window_keys = 3;
   m.window_keys_after = 3;
   for (q = 0; q < 7; ++q)
-    for (k = 0; k < 7; ++k)
-      want[q * 7 + k] = (q > k ? q - k : k - q) <= 2;
+    for (k = 0; k < 7; ++k) want[q * 7 + k] = (q > k ? q - k : k - q) <= 2;
   CHECK(KeptSetIs(&m, 7, 7, want));
   CHECK(rlx_kept_keys(&m, 0, 3, 7, 7, &kept) == RLX_OK);
   CHECK(KeptIs(&kept, 1, 1, 6, 0, 0));

@@ -3,13 +3,13 @@
 // list (src/mask/mask_kind_list.h) with its parameters, any combination of the
 // rules (query offsets, window_keys, chunk, sinks, prefix, segments,
 // explicit positions with empty slots, a dense part of every dense kind on
-// top, two-sided windows, groups), softmax options and score values from the input, then runs
-// apply_mask, masked_softmax and kept_keys on every supported target and
-// compares each with the scalar oracle (tests/common/score_check.h). Also feeds
-// bad arguments, among them extents and strides whose element count or byte
-// span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap),
-// and checks they throw std::invalid_argument and touch no memory: nothing is
-// written, and a read far outside the buffer would fault under the
+// top, two-sided windows, groups), softmax options and score values from the
+// input, then runs apply_mask, masked_softmax and kept_keys on every supported
+// target and compares each with the scalar oracle (tests/common/score_check.h).
+// Also feeds bad arguments, among them extents and strides whose element count
+// or byte span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it
+// would wrap), and checks they throw std::invalid_argument and touch no memory:
+// nothing is written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
 // (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
 #include <algorithm>
@@ -446,14 +446,15 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
                "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
                "%zu upper %zu window_keys %zu window_keys_after %zu chunk %zu "
-               "sink_keys %zu dense %s scale %g softcap %g fill %g zero_masked %d row_lse %d\n"
+               "sink_keys %zu dense %s scale %g softcap %g fill %g zero_masked "
+               "%d row_lse %d\n"
                "  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
                kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
-               mk.window_keys, mk.window_keys_after, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
-               c.options.scale, c.options.softcap, c.fill,
-               c.options.zero_masked, c.row_lse);
+               mk.window_keys, mk.window_keys_after, mk.chunk, mk.sink_keys,
+               kinds::NameOf(mk.dense), c.options.scale, c.options.softcap,
+               c.fill, c.options.zero_masked, c.row_lse);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }

@@ -67,7 +67,8 @@ std::string Mismatch(const MaskSpec& mask, const Dense& want, const Shape4& s,
                      std::mt19937_64& rng) {
   std::vector<std::uint8_t> keep;  // [batch, 1, q_len, k_len]
   for (const auto& rows : want)
-    for (const auto& row : rows) keep.insert(keep.end(), row.begin(), row.end());
+    for (const auto& row : rows)
+      keep.insert(keep.end(), row.begin(), row.end());
   const MaskSpec dense_mask =
       MaskSpec::keep(keep.data(), {s.batch, 1, s.q_len, s.k_len});
   for (std::size_t b = 0; b < s.batch; ++b)
@@ -143,7 +144,8 @@ std::string Mismatch(const MaskSpec& mask, const Dense& want, const Shape4& s,
   }
   // classify_blocks: tiles of 4 x 3 (odd ones at the edges).
   const std::size_t tq = 4, tk = 3;
-  const std::size_t qbs = (s.q_len + tq - 1) / tq, kbs = (s.k_len + tk - 1) / tk;
+  const std::size_t qbs = (s.q_len + tq - 1) / tq,
+                    kbs = (s.k_len + tk - 1) / tk;
   for (std::size_t b = 0; b < s.batch; ++b) {
     std::vector<std::uint32_t> num(qbs), indices(qbs * kbs), full_num(qbs),
         full_indices(qbs * kbs);
@@ -222,18 +224,18 @@ TEST_P(MaskGroupsTest, Gemma3SlidingLayerWithImagesMatchesHuggingFace) {
         q_group[b * q_len + q] = k_group[b * n + offset + q];
     const Shape4 s{2, 2, q_len, n};
     for (const bool sliding : {true, false}) {
-      const Dense want = DenseOf(s, [&](std::size_t b, std::size_t q,
-                                        std::size_t k) {
-        const std::size_t q_idx = offset + q, kv_idx = k;
-        const bool causal = kv_idx <= q_idx;
-        const bool window = !sliding || kv_idx + W > q_idx;
-        const std::int32_t gq = k_group[b * n + q_idx];
-        const std::int32_t gk = k_group[b * n + kv_idx];
-        const bool same_image = gq != 0 && gk != 0 && gq == gk;
-        return (causal && window) || same_image;
-      });
-      MaskSpec mask = MaskSpec::causal().with_groups(q_group.data(),
-                                                     k_group.data());
+      const Dense want =
+          DenseOf(s, [&](std::size_t b, std::size_t q, std::size_t k) {
+            const std::size_t q_idx = offset + q, kv_idx = k;
+            const bool causal = kv_idx <= q_idx;
+            const bool window = !sliding || kv_idx + W > q_idx;
+            const std::int32_t gq = k_group[b * n + q_idx];
+            const std::int32_t gk = k_group[b * n + kv_idx];
+            const bool same_image = gq != 0 && gk != 0 && gq == gk;
+            return (causal && window) || same_image;
+          });
+      MaskSpec mask =
+          MaskSpec::causal().with_groups(q_group.data(), k_group.data());
       if (sliding) mask = mask.with_window_keys(W);
       ASSERT_EQ(Mismatch(mask, want, s, rng), "")
           << "q_len " << q_len << (sliding ? " sliding" : " full");
@@ -294,7 +296,8 @@ TEST_P(MaskGroupsTest, EmbeddingGemmaTwoSidedWindowMatchesHuggingFace) {
             return std::labs(i - j) <= static_cast<long>(w);
           });
       const MaskSpec mask =
-          MaskSpec::none().with_window_keys(w + 1).with_window_keys_after(w + 1);
+          MaskSpec::none().with_window_keys(w + 1).with_window_keys_after(w +
+                                                                          1);
       ASSERT_EQ(Mismatch(mask, want, s, rng), "")
           << "w " << w << " q_len " << q_len << " k_len " << k_len;
       // kept_keys is exact here: one interval [i - w, i + w] clipped.
@@ -320,11 +323,12 @@ TEST_P(MaskGroupsTest, ModernBertLocalAttentionMatchesItsDefinition) {
     return std::labs(d) <= static_cast<long>(local_attention / 2);
   });
   const std::size_t half = local_attention / 2;
-  ASSERT_EQ(Mismatch(MaskSpec::none()
-                         .with_window_keys(half + 1)
-                         .with_window_keys_after(half + 1),
-                     want, s, rng),
-            "");
+  ASSERT_EQ(
+      Mismatch(
+          MaskSpec::none().with_window_keys(half + 1).with_window_keys_after(
+              half + 1),
+          want, s, rng),
+      "");
 }
 
 // A group keeps keys whatever sinks, chunks and prefixes say, but never an
@@ -334,14 +338,13 @@ TEST_P(MaskGroupsTest, GroupsStayUnderValidSegmentsAndDenseParts) {
   std::mt19937_64 rng(7);
   const std::size_t n = 12;
   const Shape4 s{1, 1, 2, n};
-  const std::vector<std::int64_t> k_pos = {0, 1, -1, 3, 4, 5,
+  const std::vector<std::int64_t> k_pos = {0, 1, -1, 3, 4,  5,
                                            6, 7, 8,  9, 10, 11};
   const std::vector<std::int64_t> q_pos = {2, 9};
   const std::vector<std::int32_t> k_group = {0, 1, 1, 1, 0, 0,
                                              0, 0, 1, 1, 2, 2};
   const std::vector<std::int32_t> q_group = {1, 2};
-  const std::vector<std::int32_t> k_seg = {0, 0, 0, 0, 0, 0,
-                                           0, 0, 0, 1, 0, 0};
+  const std::vector<std::int32_t> k_seg = {0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0};
   const std::vector<std::int32_t> q_seg = {0, 0};
   std::vector<std::uint8_t> dense(2 * n, 1);
   dense[n + 11] = 0;  // row 1 masks key 11 (its group's)
@@ -360,15 +363,14 @@ TEST_P(MaskGroupsTest, GroupsStayUnderValidSegmentsAndDenseParts) {
   // Row 0 (position 2, group 1): base keeps 0, 1 (slot 2 empty); its group
   // adds 3, 8 (9 is another segment). Row 1 (position 9): base keeps 8;
   // its group adds 10 (11 masked by the dense part).
-  EXPECT_EQ(want[0][0], (std::vector<std::uint8_t>{1, 1, 0, 1, 0, 0, 0, 0, 1,
-                                                   0, 0, 0}));
-  EXPECT_EQ(want[0][1], (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1,
-                                                   0, 1, 0}));
+  EXPECT_EQ(want[0][0],
+            (std::vector<std::uint8_t>{1, 1, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0}));
+  EXPECT_EQ(want[0][1],
+            (std::vector<std::uint8_t>{0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 1, 0}));
   ASSERT_EQ(Mismatch(mask, want, s, rng), "");
   // Decode: 9 past keys, the token at slot 11 (position 9); a two-sided
   // window of 3 and sinks; the token and keys 0..2 form group 4.
-  const std::vector<std::int32_t> dec_k = {4, 4, 4, 0, 0, 0,
-                                           0, 0, 0, 0, 0, 4};
+  const std::vector<std::int32_t> dec_k = {4, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0, 4};
   const std::vector<std::int32_t> dec_q = {4};
   const MaskSpec decode = MaskSpec::decode(9, 11)
                               .with_window_keys(3)

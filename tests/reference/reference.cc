@@ -150,10 +150,9 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
                     p_k < static_cast<__int128>(mask.sink_keys) && p_k <= p_q;
   const bool base = (causal || prefix) && window && window_after && chunk;
   // A query and a key of the same nonzero group.
-  const bool group = mask.q_group != nullptr &&
-                     mask.q_group[b * scores.q_len + q] != 0 &&
-                     mask.q_group[b * scores.q_len + q] ==
-                         mask.k_group[b * scores.k_len + k];
+  const bool group =
+      mask.q_group != nullptr && mask.q_group[b * scores.q_len + q] != 0 &&
+      mask.q_group[b * scores.q_len + q] == mask.k_group[b * scores.k_len + k];
   bool dense = true;
   switch (mask.dense_part()) {
     case DenseKind::kNone:
