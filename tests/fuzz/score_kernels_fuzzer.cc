@@ -266,10 +266,11 @@ static_assert(
     EveryRuleFieldHasAFlag(),
     "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
 
-// The rules of the second rule byte, drawn after everything else (inputs
-// written before they existed decode as before, without them): bit 0 a
-// two-sided window's window_keys_after, bit 1 groups (0 = no group, about
-// a third of the entries, two groups otherwise).
+// The rules of the second rule byte, drawn after everything else, the row
+// split included (inputs written before they existed decode as before up
+// to their split; only trailing bytes beyond it, unread then, can draw
+// them now): bit 0 a two-sided window's window_keys_after, bit 1 groups (0
+// = no group, about a third of the entries, two groups otherwise).
 void MoreRules(Reader& r, Case& c) {
   const std::uint32_t more = r.Byte();
   const std::size_t k_len = c.shape.k_len;
@@ -420,7 +421,6 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
-  MoreRules(r, c);
   return c;
 }
 
@@ -503,11 +503,18 @@ Tensor ScoresOf(const Case& c) {
 
 // Whether kept_keys is exact for `mask`: implicit key positions, no
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
-// KeptKeys).
+// KeptKeys), in rows without a group (RowInAGroup).
 bool KeptKeysExact(const MaskSpec& mask) {
   return mask.k_position == nullptr && mask.q_segment == nullptr &&
          mask.dense == DenseKind::kNone &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
+}
+
+// Whether row (b, q) is in a nonzero group: its kept_keys then cover its
+// group's keys too, not exactly its kept ones.
+bool RowInAGroup(const MaskSpec& mask, const Shape4& s, std::size_t b,
+                 std::size_t q) {
+  return mask.q_group != nullptr && mask.q_group[b * s.q_len + q] != 0;
 }
 
 // kept_keys of every row against the oracle: sorted, disjoint, non-empty
@@ -541,7 +548,7 @@ void CheckKeptKeys(const Case& c) {
             Fail(c, row + ": kept key " + std::to_string(k) +
                         " outside the intervals");
           }
-          if (!kept_here && in[k] && exact) {
+          if (!kept_here && in[k] && exact && !RowInAGroup(c.mask, s, b, q)) {
             Fail(c, row + ": masked key " + std::to_string(k) +
                         " inside exact intervals");
           }
@@ -784,6 +791,8 @@ class Census {
     if (!c.options.zero_masked) Add("option zero_masked = false");
     if (c.row_lse) Add("option row_lse");
     if (c.rounding_scores) Add("rounding scores");
+    if (c.mask.window_keys_after != 0) Add("rule window_keys_after");
+    if (!c.q_group.empty()) Add("rule groups");
   }
 
   // Prints the counts; exits with 1 if a feature was never drawn.
@@ -809,7 +818,9 @@ class Census {
                                        "option alibi_slopes",
                                        "option zero_masked = false",
                                        "option row_lse",
-                                       "rounding scores"};
+                                       "rounding scores",
+                                       "rule window_keys_after",
+                                       "rule groups"};
     for (const MaskKind kind : kinds::kAllMaskKinds) {
       wanted.push_back(std::string("kind ") + kinds::NameOf(kind));
     }
@@ -845,7 +856,9 @@ class Census {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   rlx::Reader r(data, size);
-  const rlx::Case c = rlx::Decode(r);
+  rlx::Case c = rlx::Decode(r);
+  const std::size_t split = r.Pick(64);
+  rlx::MoreRules(r, c);
   if (rlx::Census::Enabled()) {
     static const bool report_at_exit =
         std::atexit([] { rlx::Census::Get().Report(); }) == 0;
@@ -853,7 +866,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     rlx::Census::Get().Count(c);
     return 0;
   }
-  const std::size_t split = r.Pick(64);
   const rlx::Oracle oracle = rlx::OracleOf(c);
   for (const std::string& target : rlx::supported_targets()) {
     rlx::force_target(target);
