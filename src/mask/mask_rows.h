@@ -39,7 +39,7 @@ struct Rules {
   bool explicit_keys = false;  // k_position given: intervals say nothing
   bool segments = false;
   // Groups (q_group, k_group): a row with a nonzero group also keeps its
-  // group's keys, outside its position intervals (GroupRow).
+  // group's keys, outside its position intervals (GroupOf).
   bool groups = false;
   // Whether some rule is decided per element (RowKeepBytes), not by the
   // intervals alone. A bias is added per element but keeps every key.
