@@ -246,6 +246,11 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
                   " is null");
   }
+  if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
+    Fail(who, std::string("groups need both sides, but ") +
+                  (mask.q_group == nullptr ? "q_group" : "k_group") +
+                  " is null");
+  }
   const DenseKind dense = mask.dense_part();
   switch (dense) {
     case DenseKind::kNone:
