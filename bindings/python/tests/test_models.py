@@ -5,7 +5,7 @@ transformers' masking (over cache slot indices: `kv <= q`, `kv > q - W`,
 chunk indices counted from the left padding, `abs(q - kv)` windows, image
 groups as runs of image tokens, the padding mask), the layer pattern each
 configuration class derives, and the scale and softcap its attention module
-uses. Each check runs apply_mask with the returned MaskSpec and compares
+uses. Each family runs once per supported target. Each check runs apply_mask with the returned MaskSpec and compares
 the kept set with the dense mask; a few run masked_softmax with the returned
 options against a float64 softmax.
 
@@ -20,6 +20,7 @@ import pytest
 
 import rlx_attn_mask as rlx
 from rlx_attn_mask import models
+from conftest import require_torch
 
 F, S, C = "full_attention", "sliding_attention", "chunked_attention"
 
@@ -177,7 +178,7 @@ def check_softmax(layer, batch, q_len, k_len, rng, sinks=None, **layout):
 
 # Families --------------------------------------------------------------------
 
-def test_llama_every_layer_causal_with_packed_segments():
+def test_llama_every_layer_causal_with_packed_segments(target):
     config = {"model_type": "llama", "num_hidden_layers": 3,
               "hidden_size": 64, "num_attention_heads": 4}
     check_family(config, [F, F, F], {F: causal})
@@ -192,7 +193,7 @@ def test_llama_every_layer_causal_with_packed_segments():
         "scale"] == 32 ** -0.5
 
 
-def test_mistral_single_window_or_none():
+def test_mistral_single_window_or_none(target):
     config = {"model_type": "mistral", "num_hidden_layers": 2,
               "sliding_window": 4, "head_dim": 128,
               "hidden_size": 4096, "num_attention_heads": 32}
@@ -203,7 +204,7 @@ def test_mistral_single_window_or_none():
     check_family(config, [F, F], {F: causal})
 
 
-def test_qwen2_max_window_layers_and_use_sliding_window():
+def test_qwen2_max_window_layers_and_use_sliding_window(target):
     config = {"model_type": "qwen2", "num_hidden_layers": 4,
               "hidden_size": 64, "num_attention_heads": 2,
               "sliding_window": 3, "max_window_layers": 2,
@@ -215,7 +216,7 @@ def test_qwen2_max_window_layers_and_use_sliding_window():
     check_family(config, [F, F, F, F], {F: causal})
 
 
-def test_qwen3_layer_types_and_head_dim():
+def test_qwen3_layer_types_and_head_dim(target):
     config = {"model_type": "qwen3", "num_hidden_layers": 3,
               "hidden_size": 64, "num_attention_heads": 2, "head_dim": 128,
               "sliding_window": 5, "use_sliding_window": True,
@@ -225,7 +226,7 @@ def test_qwen3_layer_types_and_head_dim():
         "scale"] == 128 ** -0.5
 
 
-def test_gemma2_alternation_scale_and_softcap(rng):
+def test_gemma2_alternation_scale_and_softcap(target, rng):
     config = {"model_type": "gemma2", "num_hidden_layers": 4,
               "sliding_window": 4, "query_pre_attn_scalar": 144,
               "head_dim": 256, "attn_logit_softcapping": 50.0}
@@ -236,7 +237,7 @@ def test_gemma2_alternation_scale_and_softcap(rng):
     check_softmax(layers[1], 1, 11, 11, rng)
 
 
-def test_gemma3_text_every_sixth_layer_full(rng):
+def test_gemma3_text_every_sixth_layer_full(target, rng):
     config = {"model_type": "gemma3_text", "num_hidden_layers": 7,
               "sliding_window": 4, "query_pre_attn_scalar": 256,
               "head_dim": 256, "sliding_window_pattern": 6}
@@ -256,7 +257,7 @@ def two_images(batch, k_len):
     return {"token_type_ids": tt}
 
 
-def test_gemma3_images_are_or_ed_over_causal_and_sliding():
+def test_gemma3_images_are_or_ed_over_causal_and_sliding(target):
     config = {"model_type": "gemma3", "text_config": {
         "model_type": "gemma3_text", "num_hidden_layers": 6,
         "sliding_window": 4, "query_pre_attn_scalar": 256, "head_dim": 256}}
@@ -277,7 +278,7 @@ def test_gemma3_images_are_or_ed_over_causal_and_sliding():
     assert keep[1, 2] and keep[3, 5] and not keep[2, 3] and not keep[6, 7]
 
 
-def test_embeddinggemma_bidirectional_sliding_window():
+def test_embeddinggemma_bidirectional_sliding_window(target):
     # Gemma3TextConfig: sliding_window 6 -> 6 // 2 + 1 = 4; the sliding
     # layers keep abs(q - k) < 4, the full ones every (non-padding) key.
     config = {"model_type": "gemma3_text", "num_hidden_layers": 6,
@@ -290,7 +291,7 @@ def test_embeddinggemma_bidirectional_sliding_window():
         layer.window_keys_after == 4
 
 
-def test_cohere2_every_fourth_layer_full():
+def test_cohere2_every_fourth_layer_full(target):
     config = {"model_type": "cohere2", "num_hidden_layers": 8,
               "sliding_window": 5, "hidden_size": 96,
               "num_attention_heads": 4, "head_dim": 7}
@@ -301,7 +302,7 @@ def test_cohere2_every_fourth_layer_full():
         "scale"] == 24 ** -0.5
 
 
-def test_llama4_chunked_rope_layers_and_full_nope_layers():
+def test_llama4_chunked_rope_layers_and_full_nope_layers(target):
     config = {"model_type": "llama4", "text_config": {
         "model_type": "llama4_text", "num_hidden_layers": 5,
         "attention_chunk_size": 4, "head_dim": 128, "hidden_size": 5120,
@@ -312,7 +313,7 @@ def test_llama4_chunked_rope_layers_and_full_nope_layers():
     assert models.layer_masks(config, q_len=1, k_len=2)[1].chunk == 4
 
 
-def test_gpt_oss_sinks_and_alternation(rng):
+def test_gpt_oss_sinks_and_alternation(target, rng):
     config = {"model_type": "gpt_oss", "num_hidden_layers": 4,
               "sliding_window": 3, "head_dim": 64}
     check_family(config, [S, F, S, F], {F: causal, S: sliding(3)})
@@ -327,7 +328,7 @@ def test_gpt_oss_sinks_and_alternation(rng):
         layers[0].softmax_kwargs()
 
 
-def test_modernbert_global_every_third_layer_local_two_sided():
+def test_modernbert_global_every_third_layer_local_two_sided(target):
     config = {"model_type": "modernbert", "num_hidden_layers": 5,
               "hidden_size": 64, "num_attention_heads": 4,
               "global_attn_every_n_layers": 3, "local_attention": 6}
@@ -337,6 +338,22 @@ def test_modernbert_global_every_third_layer_local_two_sided():
     assert layers[0].options["scale"] == 0.25
     with pytest.raises(ValueError, match="sink"):
         layers[0].softmax_kwargs(np.zeros(2, dtype=np.float32))
+
+
+def test_torch_layout_arrays_and_a_config_object():
+    torch = require_torch()
+    pad = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+
+    class Config:  # what transformers' PretrainedConfig offers
+        def to_dict(self):
+            return {"model_type": "gpt_oss", "num_hidden_layers": 2,
+                    "sliding_window": 2, "head_dim": 4}
+
+    layers = models.layer_masks(Config(), batch=2, q_len=5, k_len=5,
+                                attention_mask=pad,
+                                query_offset=torch.tensor(0))
+    want = dense_keep(sliding(2), 2, 5, 5, None, pad.numpy())
+    assert (library_keep(layers[0].mask, 2, 5, 5) == want).all()
 
 
 # Errors ----------------------------------------------------------------------
