@@ -269,6 +269,11 @@ def _qwen(f: _Fields) -> _Plan:
     first = f.get("max_window_layers", 28)
     types = f.layer_types(
         lambda i: SLIDING if window and i >= first else FULL)
+    if SLIDING in types and not window:
+        raise ValueError(f"layer_masks: the {f.family} config's "
+                         "`layer_types` has sliding layers, but "
+                         "`use_sliding_window` is false or "
+                         "`sliding_window` is null")
     return _Plan(f.family, types, f.head_dim() ** -0.5, window=window)
 
 

@@ -375,6 +375,8 @@ def test_torch_layout_arrays_and_a_config_object():
      "`attention_chunk_size`"),
     ({"model_type": "qwen2", "num_hidden_layers": 2, "head_dim": 8,
       "layer_types": [F]}, "`layer_types` has 1"),
+    ({"model_type": "qwen3", "num_hidden_layers": 1, "head_dim": 8,
+      "sliding_window": 4, "layer_types": [S]}, "`use_sliding_window`"),
     ({"model_type": "gpt_oss", "num_hidden_layers": 2, "head_dim": 8,
       "sliding_window": 0}, "`sliding_window` is 0"),
 ])
