@@ -224,6 +224,12 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #define RLX_CHECK_kPosition(field)
 #define RLX_CHECK_kRule(field)
 #define RLX_CHECK_kExtent(field) CheckRuleExtent(who, #field, mask.field);
+#define RLX_CHECK_kNotYetBuilt(field)                                 \
+  if (!fields::Absent(mask.field)) {                                  \
+    Fail(who, "mask field " #field                                    \
+              " is not supported by this build of the library (set: " \
+              "rejected rather than ignored)");                       \
+  }
 #define RLX_CHECK(field, role) RLX_CHECK_##role(field)
   RLX_MASK_FIELD_LIST(RLX_CHECK, RLX_MASK_FIELD_NOTHING)
 #undef RLX_CHECK
@@ -234,9 +240,15 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #undef RLX_CHECK_kPosition
 #undef RLX_CHECK_kRule
 #undef RLX_CHECK_kExtent
+#undef RLX_CHECK_kNotYetBuilt
   if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
     Fail(who, std::string("segments need both sides, but ") +
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
+                  " is null");
+  }
+  if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
+    Fail(who, std::string("groups need both sides, but ") +
+                  (mask.q_group == nullptr ? "q_group" : "k_group") +
                   " is null");
   }
   const DenseKind dense = mask.dense_part();

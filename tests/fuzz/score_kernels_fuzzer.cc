@@ -3,13 +3,13 @@
 // list (src/mask/mask_kind_list.h) with its parameters, any combination of the
 // rules (query offsets, window_keys, chunk, sinks, prefix, segments,
 // explicit positions with empty slots, a dense part of every dense kind on
-// top), softmax options and score values from the input, then runs
-// apply_mask, masked_softmax and kept_keys on every supported target and
-// compares each with the scalar oracle (tests/common/score_check.h). Also feeds
-// bad arguments, among them extents and strides whose element count or byte
-// span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap),
-// and checks they throw std::invalid_argument and touch no memory: nothing is
-// written, and a read far outside the buffer would fault under the
+// top, two-sided windows, groups), softmax options and score values from the
+// input, then runs apply_mask, masked_softmax and kept_keys on every supported
+// target and compares each with the scalar oracle (tests/common/score_check.h).
+// Also feeds bad arguments, among them extents and strides whose element count
+// or byte span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it
+// would wrap), and checks they throw std::invalid_argument and touch no memory:
+// nothing is written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
 // (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
 #include <algorithm>
@@ -101,6 +101,7 @@ struct Case {
   std::vector<std::uint64_t> bits;     // keep_bits words
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
+  std::vector<std::int32_t> q_group, k_group;
   std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
   bool row_lse = false;              // whether options.row_lse is checked
   std::vector<float> scores;         // contiguous [b, h, q, k]
@@ -241,6 +242,17 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
       return 64;
     case F::dense:
       return 128;
+    // The second rule byte (MoreRules), drawn last: bit i is 256 << i.
+    case F::window_keys_after:
+      return 256;
+    case F::q_group:
+    case F::k_group:
+      return 512;
+    // Declared, not built yet: CheckMask rejects them.
+    case F::key_indices:
+    case F::key_indices_shape:
+    case F::block_list:
+      return 0;
   }
   return 0;
 }
@@ -253,6 +265,27 @@ constexpr bool EveryRuleFieldHasAFlag() {
 static_assert(
     EveryRuleFieldHasAFlag(),
     "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
+
+// The rules of the second rule byte, drawn after everything else (inputs
+// written before they existed decode as before, without them): bit 0 a
+// two-sided window's window_keys_after, bit 1 groups (0 = no group, about
+// a third of the entries, two groups otherwise).
+void MoreRules(Reader& r, Case& c) {
+  const std::uint32_t more = r.Byte();
+  const std::size_t k_len = c.shape.k_len;
+  if (more & 1) {
+    c.mask = c.mask.with_window_keys_after(1 + r.Pick(k_len + 2));
+  }
+  if (more & 2) {
+    for (std::size_t i = 0; i < c.shape.batch * c.shape.q_len; ++i) {
+      c.q_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    for (std::size_t i = 0; i < c.shape.batch * k_len; ++i) {
+      c.k_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    c.mask = c.mask.with_groups(c.q_group.data(), c.k_group.data());
+  }
+}
 
 Case Decode(Reader& r) {
   Case c;
@@ -387,6 +420,7 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
+  MoreRules(r, c);
   return c;
 }
 
@@ -411,15 +445,16 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   std::fprintf(stderr,
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
                "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
-               "%zu upper %zu window_keys %zu chunk %zu sink_keys %zu dense "
-               "%s scale %g softcap %g fill %g zero_masked %d row_lse %d\n"
+               "%zu upper %zu window_keys %zu window_keys_after %zu chunk %zu "
+               "sink_keys %zu dense %s scale %g softcap %g fill %g zero_masked "
+               "%d row_lse %d\n"
                "  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
                kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
-               mk.window_keys, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
-               c.options.scale, c.options.softcap, c.fill,
-               c.options.zero_masked, c.row_lse);
+               mk.window_keys, mk.window_keys_after, mk.chunk, mk.sink_keys,
+               kinds::NameOf(mk.dense), c.options.scale, c.options.softcap,
+               c.fill, c.options.zero_masked, c.row_lse);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }
@@ -429,6 +464,8 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("prefix_end", c.prefix_end);
   PrintArray("q_segment", c.q_segment);
   PrintArray("k_segment", c.k_segment);
+  PrintArray("q_group", c.q_group);
+  PrintArray("k_group", c.k_group);
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
   const Shape4& m = mk.shape;
