@@ -10,7 +10,7 @@ the kept set with the dense mask; a few run masked_softmax with the returned
 options against a float64 softmax.
 
 The image-group (Gemma 3) and two-sided-window (ModernBERT, EmbeddingGemma)
-checks need MaskSpec.with_groups and MaskSpec.with_window_keys_after.
+checks use MaskSpec.with_groups and MaskSpec.with_window_keys_after.
 """
 
 import math
@@ -133,6 +133,10 @@ def check_family(config, types, patterns, k_len=11, extra=None):
         assert [layer.layer_type for layer in layers] == types
         assert [layer.index for layer in layers] == list(range(len(types)))
         for layer in layers:
+            assert (layer.mask.window_keys, layer.mask.window_keys_after,
+                    layer.mask.chunk) == (layer.window_keys,
+                                          layer.window_keys_after,
+                                          layer.chunk)
             want = dense_keep(patterns[layer.layer_type], batch, q_len, kl,
                               offset, pad,
                               kwargs.get("token_type_ids"),
