@@ -5,9 +5,10 @@ transformers' masking (over cache slot indices: `kv <= q`, `kv > q - W`,
 chunk indices counted from the left padding, `abs(q - kv)` windows, image
 groups as runs of image tokens, the padding mask), the layer pattern each
 configuration class derives, and the scale and softcap its attention module
-uses. Each family runs once per supported target. Each check runs apply_mask with the returned MaskSpec and compares
-the kept set with the dense mask; a few run masked_softmax with the returned
-options against a float64 softmax.
+uses. Each family runs once per supported target: apply_mask with the
+returned MaskSpec must keep exactly the dense mask's keys; a few families
+also run masked_softmax with the returned options against a float64
+softmax.
 
 The image-group (Gemma 3) and two-sided-window (ModernBERT, EmbeddingGemma)
 checks use MaskSpec.with_groups and MaskSpec.with_window_keys_after.
