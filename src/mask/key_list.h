@@ -125,8 +125,19 @@ class ListedKeyRules {
     return rules.per_element || rules.dense == DenseKind::kBias;
   }
 
-  // Whether key k (inside the row's kept intervals) is kept.
+  // Whether key k (inside the row's kept intervals) is kept, a -inf bias
+  // masking it (the softmax's view).
   bool Keep(std::size_t k) const {
+    if (rules_.dense == DenseKind::kBias &&
+        Bias(k) == -std::numeric_limits<float>::infinity()) {
+      return false;
+    }
+    return KeepByRules(k);
+  }
+
+  // Whether key k is kept by the rules and a dense keep part, whatever a
+  // bias says (apply_mask's view: a -inf bias is added, not filled).
+  bool KeepByRules(std::size_t k) const {
     if (positions_ != nullptr) {
       const __int128 p = positions_[k];
       const bool base = p >= base_begin_ && p < base_end_;
@@ -144,7 +155,6 @@ class ListedKeyRules {
                  (k % 64)) &
                 1) != 0;
       case DenseKind::kBias:
-        return Bias(k) != -std::numeric_limits<float>::infinity();
       case DenseKind::kNone:
         break;
     }

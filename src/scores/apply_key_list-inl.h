@@ -68,7 +68,8 @@ void ApplyKeyListRowsOf(const ScoreView& scores, const MaskSpec& mask,
       if (slots[j] < 0) continue;
       const auto k = static_cast<std::size_t>(slots[j]);
       Elem<kType> v = s[k];
-      if (!detail::InKeptKeys(cover, k) || (per_key && !key_rules.Keep(k))) {
+      if (!detail::InKeptKeys(cover, k) ||
+          (per_key && !key_rules.KeepByRules(k))) {
         v = fill;
       } else if (bias) {
         // As apply_mask's bias rows: x + bias in f32, -inf for a -inf bias

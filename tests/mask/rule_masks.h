@@ -28,6 +28,7 @@ struct RuleMask {
   std::vector<float> keep_f32, bias;
   std::vector<std::uint8_t> keep_u8;
   std::vector<std::uint64_t> keep_bits;
+  std::vector<std::int32_t> key_indices;
   std::string name;
 };
 
@@ -96,8 +97,9 @@ enum RuleBit : unsigned {
   kSegments = 1u << 5,
   kQPositions = 1u << 6,
   kKPositions = 1u << 7,
+  kKeyIndices = 1u << 8,
 };
-inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
+inline constexpr unsigned kRuleSets = 1u << 9;  // every subset of the bits
 
 // The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
@@ -118,10 +120,11 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::window_keys_after:
     case F::q_group:
     case F::k_group:
-    case F::key_indices:
-    case F::key_indices_shape:
     case F::block_list:
       return 0;
+    case F::key_indices:
+    case F::key_indices_shape:
+      return kKeyIndices;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
@@ -292,6 +295,18 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
     m = RandomDense(rng, c.dense, DenseShape(rng, s), /*alone=*/false, m, rm);
     name += std::string("+") + kinds::NameOf(c.dense);
   }
+  if (c.rules & kKeyIndices) {
+    // Extents of the scores or 1, n from 0 to past k_len, -1 slots and
+    // repeats; one slot more, so that the pointer is never null.
+    Shape4 ls = DenseShape(rng, s);
+    ls.k_len = below(s.k_len + 4);
+    rm.key_indices.resize(ls.batch * ls.heads * ls.q_len * ls.k_len + 1);
+    for (auto& v : rm.key_indices) {
+      v = chance(15) ? -1 : static_cast<std::int32_t>(below(s.k_len));
+    }
+    m = m.with_key_indices(rm.key_indices.data(), ls);
+    name += "+key_indices(n " + std::to_string(ls.k_len) + ")";
+  }
 }
 
 // A random combination (RulesOf): a kind of the list, each rule with its
@@ -302,7 +317,7 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   RuleCombination c;
   c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
-  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25};  // per RuleBit
+  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25, 20};  // per RuleBit
   for (unsigned bit = 0; bit < std::size(percent); ++bit) {
     if (chance(percent[bit])) c.rules |= 1u << bit;
   }
