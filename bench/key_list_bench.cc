@@ -15,7 +15,9 @@
 //       (bench/floors.h ContractSoftmaxFloor) over 2,048 contiguous keys of
 //       each row: the same softmax work with no gather
 //   gather_floor/TopK2048shared/...            the gather alone: each row's
-//       2,048 listed scores loaded and summed (what scattered lines cost)
+//       2,048 listed scores loaded (what the scattered lines cost);
+//       gather_scatter_floor/... also stores each back (kept-only's
+//       writes dirty the same lines)
 // Each writes its own copy of the scores; the benchmark checks one call
 // first (rows sum to 1 over the listed keys).
 #include <benchmark/benchmark.h>
@@ -155,21 +157,32 @@ void BM_ContiguousFloor(benchmark::State& state, const std::string& target) {
               static_cast<double>(kHeads * listed));
 }
 
-// Each row's listed scores loaded and summed: the scattered lines alone.
-void BM_GatherFloor(benchmark::State& state, const std::string& target) {
+// Each row's listed scores loaded (8 independent chains, so that the loads
+// and not an add's latency bound it): the scattered lines alone, what any
+// kernel that reads the listed keys pays. With `write`, each is also stored
+// back negated (kept-only writes dirty the same lines).
+void BM_GatherFloor(benchmark::State& state, const std::string& target,
+                    bool write) {
   TargetScope scope(target);
   const std::size_t n = Keys(), listed = Listed();
-  const std::vector<float>& scores = Problem().scores;
+  std::vector<float> scores = Problem().scores;
   const std::vector<std::int32_t>& list = Problem().shared;
   for (auto _ : state) {
-    float total = 0.0f;
+    std::uint32_t acc[8] = {};
     for (std::size_t h = 0; h < kHeads; ++h) {
-      const float* row = scores.data() + h * n;
-      float sum = 0.0f;
-      for (std::size_t j = 0; j < listed; ++j) sum += row[list[j]];
-      total += sum;
+      float* row = scores.data() + h * n;
+      for (std::size_t j = 0; j + 8 <= listed; j += 8) {
+        for (std::size_t u = 0; u < 8; ++u) {
+          float& x = row[list[j + u]];
+          std::uint32_t bits;
+          std::memcpy(&bits, &x, sizeof(bits));
+          acc[u] ^= bits;
+          if (write) x = -x;
+        }
+      }
     }
-    benchmark::DoNotOptimize(total);
+    benchmark::DoNotOptimize(acc);
+    benchmark::ClobberMemory();
   }
   SetCounters(state, static_cast<double>(kHeads * listed), sizeof(float),
               static_cast<double>(kHeads * listed));
@@ -192,7 +205,10 @@ void RegisterTopK() {
         BM_ContiguousFloor, target));
     Configure(RegisterTracked(
         BenchName({"gather_floor", "TopK2048shared", target}).c_str(),
-        BM_GatherFloor, target));
+        BM_GatherFloor, target, false));
+    Configure(RegisterTracked(
+        BenchName({"gather_scatter_floor", "TopK2048shared", target}).c_str(),
+        BM_GatherFloor, target, true));
   }
 }
 

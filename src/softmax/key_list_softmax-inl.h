@@ -55,6 +55,12 @@ constexpr bool kNativeGather =
     (HWY_TARGET & (HWY_AVX2 | HWY_AVX3 | HWY_AVX3_DL | HWY_SVE | HWY_SVE2 |
                    HWY_SVE_256 | HWY_SVE2_128)) != 0;
 
+// Whether a row prefetches the next row's listed lines into L2 when the
+// next row reads the same keys (see the row loop): the heads of a decode
+// step sharing one list then overlap their scattered misses
+// (docs/PERFORMANCE.md, "Key lists").
+constexpr bool kPrefetchNextRow = true;
+
 // The listed keys of slots[0, n) inside `cover` (at most three intervals),
 // in slot order, into keys (n + kKeyListPad entries); returns their count.
 template <class DI>
@@ -193,6 +199,18 @@ HWY_NOINLINE void KeyListRowsOf(const ScoreView& in, const ScoreView& out,
       row_m = at.mask;
     }
     const std::size_t c = row.kept;
+    // The next row's listed lines, when it reads the same keys (the heads
+    // of a decode step sharing a list): fetched into L2 over this row's
+    // gathers, so that two rows' scattered misses overlap.
+    const char* next_in = nullptr;
+    if (kPrefetchNextRow && r + 1 < rows.end) {
+      const detail::RowIndex next = detail::NextRowIndex(shape, i);
+      if (next.b == i.b && next.q == i.q &&
+          detail::KeyListRowOffset(ls, next) == list &&
+          walk.next_at().mask == at.mask && !alibi) {
+        next_in = in_base + walk.next_at().in * elem_bytes;
+      }
+    }
     // Whole vectors over keys[0, c): the pad repeats a listed key (any key
     // of the row may be read) and its lanes are set aside.
     const std::size_t c_vec = (c + N - 1) / N * N;
@@ -216,6 +234,13 @@ HWY_NOINLINE void KeyListRowsOf(const ScoreView& in, const ScoreView& out,
     auto max_v = hn::Set(df, -kInf);
     auto nan_v = hn::Zero(df);
     for (std::size_t j = 0; j < c_vec; j += N) {
+      if (next_in != nullptr) {
+        for (std::size_t u = 0; u < N; ++u) {
+          __builtin_prefetch(
+              next_in + static_cast<std::size_t>(sc.keys[j + u]) * elem_bytes,
+              0, 2);
+        }
+      }
       hn::Vec<decltype(df)> x;
       if constexpr (kType == ScoreType::kF32 && kNativeGather) {
         x = hn::GatherIndex(df, reinterpret_cast<const float*>(s),
