@@ -264,7 +264,10 @@ Mask Mask::WithKeyIndices(const py::handle& indices,
     ls = {static_cast<std::size_t>(e[0]), static_cast<std::size_t>(e[1]),
           static_cast<std::size_t>(e[2]), static_cast<std::size_t>(e[3])};
   } else {
-    const auto t = shape.cast<std::vector<std::size_t>>();
+    std::vector<std::size_t> t;
+    for (const py::handle extent : py::iter(shape)) {
+      t.push_back(extent.cast<std::size_t>());
+    }
     if (t.size() != 4) {
       ThrowValue(std::string(kWho) +
                  ": shape must be (batch, heads, q_len, n), got " +

@@ -35,10 +35,7 @@ fn apply_mask_keeps_the_listed_keys_the_rules_keep() {
 fn kept_only_softmax_writes_the_listed_keys_alone() {
     let shape = Shape::new(1, 1, 3, 8);
     let mut s = vec![5.0f32; 24];
-    let options = SoftmaxOptions {
-        zero_masked: false,
-        ..SoftmaxOptions::default()
-    };
+    let options = SoftmaxOptions::default().with_zero_masked(false);
     masked_softmax(&mut s, shape, &listed(), options).unwrap();
     assert_eq!(s[0], 1.0);
     assert_eq!(s[8 + 2], 1.0);
