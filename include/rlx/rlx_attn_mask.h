@@ -384,9 +384,17 @@ typedef struct {
   const int32_t* q_group;   /* [batch, q_len], 0 = no group; both groups or
                              * neither */
   const int32_t* k_group;   /* [batch, k_len], 0 = no group */
-  /* A key list: row (b, h, q) keeps only the keys its n slots name, -1 =
-   * unused slot; key_indices_shape = {batch or 1, heads or 1, q_len or 1,
-   * n} (k_len holds n), contiguous. */
+  /* A key list (top-k sparse attention): row (b, h, q) keeps only the keys
+   * its n slots name, ANDed with every other rule; -1 = unused slot, a key
+   * named twice counts once. key_indices_shape = {batch or 1, heads or 1,
+   * q_len or 1, n} (k_len holds n; 1 broadcasts, any other extent must be
+   * the scores'), contiguous. n = 0 lists no key (rows fully masked); NULL
+   * key_indices: no list. Any other slot value outside [0, k_len) is
+   * RLX_INVALID_ARGUMENT naming the row, slot and value, with nothing
+   * written. The softmax reads and writes the listed keys alone (kept-only
+   * mode: the listed keys inside kept_keys); apply_mask fills every
+   * unlisted key. Not with a block list, nor in the split softmax
+   * (RLX_INVALID_ARGUMENT). */
   const int32_t* key_indices;
   rlx_shape4 key_indices_shape;
   rlx_block_list block_list; /* absent while block_list.num_blocks is NULL */
@@ -517,8 +525,9 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
  * AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
  * caller's MXCSR before returning (rlx/score_kernels.h). No allocation,
  * except a per-thread exp buffer on a thread's first call on bf16/f16 rows
- * longer than 8192 keys (kept for later calls; RLX_OUT_OF_MEMORY, nothing
- * written, if it fails). */
+ * longer than 8192 keys, and a per-thread work area on a thread's first
+ * call with a key list (grown for a longer list or row); both kept for
+ * later calls (RLX_OUT_OF_MEMORY, nothing written, if one fails). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,
     const rlx_softmax_options* options, const rlx_row_range* rows);

@@ -91,8 +91,11 @@ RLX_ATTN_MASK_API std::vector<float> alibi_slopes(std::size_t heads,
 // Memory: no call allocates, except that a thread's first call on bf16/f16
 // rows longer than 8192 keys allocates that thread's f32 exp buffer (about
 // 4 bytes per key), which later calls reuse and longer rows grow; it is
-// freed when the thread exits. If that allocation fails, the call throws
-// std::bad_alloc before it writes anything.
+// freed when the thread exits. Likewise a thread's first call with a key
+// list (MaskSpec::key_indices; apply_mask too) allocates its work arrays
+// (about 18 bytes per slot and a bit per key), grown by longer lists or
+// rows. If an allocation fails, the call throws std::bad_alloc before it
+// writes anything.
 RLX_ATTN_MASK_API void masked_softmax(const ScoreView& scores,
                                       const MaskSpec& mask,
                                       const SoftmaxOptions& options = {});

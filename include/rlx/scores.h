@@ -292,9 +292,18 @@ struct MaskSpec {
     copy.k_group = k_groups;
     return copy;
   }
-  // `indices` is contiguous: slot s of row (b, h, q) is at
-  // ((b * shape.heads + h) * shape.q_len + q) * shape.k_len + s, shape.k_len
-  // being the slots per row n (indices of broadcast extents are 0).
+  // A key list (docs/SEMANTICS.md, "Key lists"): row (b, h, q) keeps only
+  // the keys named in its n slots, ANDed with every other rule (top-k
+  // sparse attention). `indices` is contiguous: slot s of row (b, h, q) is
+  // at ((b * shape.heads + h) * shape.q_len + q) * shape.k_len + s,
+  // shape.k_len being the slots per row n (indices of broadcast extents,
+  // 1, are 0; any other extent must be the scores'). -1 is an unused slot,
+  // a key named twice counts once; any other value outside [0, k_len) is
+  // std::invalid_argument naming the row, slot and value, nothing written.
+  // n = 0 lists no key (every row fully masked). The softmax reads and
+  // writes only the listed keys (kept-only: the listed keys inside
+  // kept_keys); apply_mask fills every unlisted key. Not with a block list,
+  // nor in the split softmax (std::invalid_argument).
   MaskSpec with_key_indices(const std::int32_t* indices, Shape4 shape) const {
     MaskSpec copy = *this;
     copy.key_indices = indices;

@@ -13,6 +13,7 @@
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/softmax/key_list_softmax.h"
 
 namespace rlx {
 HWY_EXPORT(SoftmaxRows);
@@ -20,6 +21,11 @@ HWY_EXPORT(SoftmaxRows);
 void detail::SoftmaxRows(const ScoreView& in, const ScoreView& out,
                          const MaskSpec& mask, const SoftmaxOptions& options,
                          RowRange rows, const RowPart* part) {
+  // A key list: its rows read and write their listed keys alone
+  // (src/softmax/key_list_softmax-inl.h). Split rows reject key lists.
+  if (mask.key_indices != nullptr && part == nullptr) {
+    return KeyListSoftmaxRows(in, out, mask, options, rows);
+  }
   RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows)(in, out, mask, options, rows, part);
 }
 }  // namespace rlx

@@ -102,10 +102,11 @@ struct Case {
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
   std::vector<std::int32_t> q_group, k_group;
-  std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
-  bool row_lse = false;              // whether options.row_lse is checked
-  std::vector<float> scores;         // contiguous [b, h, q, k]
-  bool rounding_scores = false;      // the pattern of Decode's last byte
+  std::vector<std::int32_t> key_indices;  // a key list's slots
+  std::vector<float> sinks, slopes;       // options.sink_logits / alibi_slopes
+  bool row_lse = false;                   // whether options.row_lse is checked
+  std::vector<float> scores;              // contiguous [b, h, q, k]
+  bool rounding_scores = false;           // the pattern of Decode's last byte
 };
 
 // A broadcast of the dense part `mask` (whose data has the extents of
@@ -248,9 +249,11 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
     case F::q_group:
     case F::k_group:
       return 512;
-    // Declared, not built yet: CheckMask rejects them.
+    // Bit 0 of the byte after the rounding scores' in Decode.
     case F::key_indices:
     case F::key_indices_shape:
+      return 1024;
+    // Declared, not built yet: CheckMask rejects them.
     case F::block_list:
       return 0;
   }
@@ -420,6 +423,18 @@ Case Decode(Reader& r) {
       c.scores[i] = (i % k_len) % stride == 0 ? 0.0f : tiny / c.options.scale;
     }
     c.rounding_scores = true;
+  }
+  // A key list (flag 1024 of FlagOf): extents of the scores or 1, n from 0
+  // to past k_len, -1 slots and repeats; one slot more than used, so that
+  // the pointer is never null.
+  if (r.Byte() & 1) {
+    const Shape4 ls{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
+                    r.Bit() ? c.shape.q_len : 1, r.Pick(k_len + 5)};
+    c.key_indices.resize(ls.batch * ls.heads * ls.q_len * ls.k_len + 1);
+    for (auto& v : c.key_indices) {
+      v = static_cast<std::int32_t>(r.Pick(k_len + 1)) - 1;
+    }
+    c.mask = c.mask.with_key_indices(c.key_indices.data(), ls);
   }
   return c;
 }
@@ -778,6 +793,7 @@ class Census {
     if (!c.q_segment.empty()) Add("rule segments");
     if (!c.q_position.empty()) Add("rule q_position");
     if (!c.k_position.empty()) Add("rule k_position");
+    if (!c.key_indices.empty()) Add("rule key_indices");
     if (c.options.scale != 1.0f) Add("option scale");
     if (c.options.scale < 0.0f) Add("option negative scale");
     if (c.options.softcap > 0.0f) Add("option softcap");

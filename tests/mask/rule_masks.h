@@ -29,6 +29,7 @@ struct RuleMask {
   std::vector<float> keep_f32, bias;
   std::vector<std::uint8_t> keep_u8;
   std::vector<std::uint64_t> keep_bits;
+  std::vector<std::int32_t> key_indices;
   std::string name;
 };
 
@@ -99,8 +100,9 @@ enum RuleBit : unsigned {
   kKPositions = 1u << 7,
   kWindowKeysAfter = 1u << 8,
   kGroups = 1u << 9,
+  kKeyIndices = 1u << 10,
 };
-inline constexpr unsigned kRuleSets = 1u << 10;  // every subset of the bits
+inline constexpr unsigned kRuleSets = 1u << 11;  // every subset of the bits
 
 // The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
@@ -122,11 +124,11 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::q_group:
     case F::k_group:
       return kGroups;
-    // Declared, not built yet: CheckMask rejects them.
-    case F::key_indices:
-    case F::key_indices_shape:
     case F::block_list:
       return 0;
+    case F::key_indices:
+    case F::key_indices_shape:
+      return kKeyIndices;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
@@ -311,6 +313,18 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
     m = RandomDense(rng, c.dense, DenseShape(rng, s), /*alone=*/false, m, rm);
     name += std::string("+") + kinds::NameOf(c.dense);
   }
+  if (c.rules & kKeyIndices) {
+    // Extents of the scores or 1, n from 0 to past k_len, -1 slots and
+    // repeats; one slot more, so that the pointer is never null.
+    Shape4 ls = DenseShape(rng, s);
+    ls.k_len = below(s.k_len + 4);
+    rm.key_indices.resize(ls.batch * ls.heads * ls.q_len * ls.k_len + 1);
+    for (auto& v : rm.key_indices) {
+      v = chance(15) ? -1 : static_cast<std::int32_t>(below(s.k_len));
+    }
+    m = m.with_key_indices(rm.key_indices.data(), ls);
+    name += "+key_indices(n " + std::to_string(ls.k_len) + ")";
+  }
 }
 
 // A random combination (RulesOf): a kind of the list, each rule with its
@@ -321,7 +335,8 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   RuleCombination c;
   c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
-  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25, 25, 30};  // per bit
+  const int percent[] = {30, 35, 35, 30, 25, 30,
+                         25, 25, 25, 30, 20};  // per bit
   for (unsigned bit = 0; bit < std::size(percent); ++bit) {
     if (chance(percent[bit])) c.rules |= 1u << bit;
   }

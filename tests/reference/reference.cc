@@ -178,7 +178,26 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               -std::numeric_limits<float>::infinity();
       break;
   }
-  return valid && same_segment && (base || sink || group) && dense;
+  return valid && same_segment && is_listed(mask, b, h, q, k) &&
+         (base || sink || group) && dense;
+}
+
+bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
+               std::size_t q, std::size_t k) {
+  if (mask.key_indices == nullptr) return true;
+  const Shape4& ls = mask.key_indices_shape;
+  // Contiguous [batch or 1, heads or 1, q_len or 1, n]: extents of 1
+  // broadcast.
+  const std::size_t row =
+      ((ls.batch == 1 ? 0 : b) * ls.heads + (ls.heads == 1 ? 0 : h)) *
+          ls.q_len +
+      (ls.q_len == 1 ? 0 : q);
+  for (std::size_t s = 0; s < ls.k_len; ++s) {
+    if (mask.key_indices[row * ls.k_len + s] == static_cast<std::int64_t>(k)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,

@@ -255,6 +255,58 @@ Mask Mask::WithGroups(const py::handle& q_groups,
   return m;
 }
 
+Mask Mask::WithKeyIndices(const py::handle& indices,
+                          const py::handle& shape) const {
+  constexpr const char* kWho = "MaskSpec.with_key_indices";
+  Mask m = *this;
+  m.key_indices = Optional(indices, kWho, "indices", DType::kI32);
+  if (!m.key_indices) {
+    m.spec = spec.with_key_indices(nullptr, {});
+    return m;
+  }
+  Shape4 ls;
+  if (shape.is_none()) {
+    if (m.key_indices->ndim() != 4) {
+      ThrowValue(std::string(kWho) +
+                 ": without a shape, indices must be 4-d (batch, heads, "
+                 "q_len, n), got shape " +
+                 ShapeString(*m.key_indices));
+    }
+    const auto& e = m.key_indices->shape();
+    ls = {static_cast<std::size_t>(e[0]), static_cast<std::size_t>(e[1]),
+          static_cast<std::size_t>(e[2]), static_cast<std::size_t>(e[3])};
+  } else {
+    std::vector<std::size_t> t;
+    for (const py::handle extent : py::iter(shape)) {
+      t.push_back(extent.cast<std::size_t>());
+    }
+    if (t.size() != 4) {
+      ThrowValue(std::string(kWho) +
+                 ": shape must be (batch, heads, q_len, n), got " +
+                 std::to_string(t.size()) + " extents");
+    }
+    ls = {t[0], t[1], t[2], t[3]};
+    std::size_t need = 0;
+    if (__builtin_mul_overflow(ls.batch, ls.heads, &need) ||
+        __builtin_mul_overflow(need, ls.q_len, &need) ||
+        __builtin_mul_overflow(need, ls.k_len, &need)) {
+      ThrowValue(std::string(kWho) + ": shape " + ShapeString(ls) +
+                 " overflows");
+    }
+    if (m.key_indices->size() != need) {
+      ThrowValue(std::string(kWho) + ": indices has " +
+                 std::to_string(m.key_indices->size()) + " values, shape " +
+                 ShapeString(ls) + " needs " + std::to_string(need));
+    }
+  }
+  // A list of n = 0 slots still names no key (not an absent list): its
+  // pointer must not be null.
+  static const std::int32_t kNoSlot = -1;
+  const auto* data = DataOf<std::int32_t>(m.key_indices);
+  m.spec = spec.with_key_indices(data != nullptr ? data : &kNoSlot, ls);
+  return m;
+}
+
 MaskSpec Mask::Bind(const char* who, const Shape4& shape,
                     const std::size_t* batch_index) const {
   MaskSpec s = spec;
@@ -321,6 +373,9 @@ std::string Mask::Repr() const {
   if (q_segment || k_segment) r += ".with_segments(...)";
   if (q_position || k_position) r += ".with_positions(...)";
   if (q_group || k_group) r += ".with_groups(...)";
+  if (key_indices) {
+    r += ".with_key_indices(" + ShapeString(spec.key_indices_shape) + ")";
+  }
   switch (spec.dense) {
     case DenseKind::kKeepF32:
     case DenseKind::kKeepU8:

@@ -135,6 +135,19 @@ void DefineMaskSpec(py::module_& m) {
            "C-contiguous, batch * q_len and batch * k_len values. Empty "
            "slots, segments and the dense part still apply. Both or None "
            "(removes the rule).")
+      .def("with_key_indices", &Mask::WithKeyIndices, "indices"_a,
+           "shape"_a = py::none(),
+           "A copy with a key list (top-k sparse attention): row (b, h, q) "
+           "keeps only the keys named in its n slots, ANDed with every other "
+           "rule. indices: int32, C-contiguous, (batch or 1, heads or 1, "
+           "q_len or 1, n) values (1 broadcasts), read in place and kept "
+           "alive; shape None takes the extents of a 4-d array. -1 is an "
+           "unused slot, a key named twice counts once, any other value "
+           "outside [0, k_len) raises ValueError and writes nothing. n = 0 "
+           "lists no key (every row fully masked). The softmax reads and "
+           "writes only the listed keys; with zero_masked=False only the "
+           "listed keys inside kept_keys are written. Not with a block list, "
+           "nor in the split softmax. indices None removes the list.")
       .def(
           "with_keep",
           [](const Mask& self, const py::object& a) {

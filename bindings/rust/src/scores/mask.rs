@@ -150,6 +150,7 @@ pub struct MaskSpec<'a> {
     dense_strides: Option<Strides>,
     window_keys_after: usize,
     groups: Option<(&'a [i32], &'a [i32])>,
+    key_indices: Option<(&'a [i32], Shape)>,
 }
 
 impl<'a> From<Mask<'a>> for MaskSpec<'a> {
@@ -168,6 +169,7 @@ impl<'a> From<Mask<'a>> for MaskSpec<'a> {
             dense_strides: None,
             window_keys_after: 0,
             groups: None,
+            key_indices: None,
         }
     }
 }
@@ -254,6 +256,17 @@ macro_rules! mask_builders {
         /// extent), instead of its contiguous layout.
         pub fn with_strides($self_, strides: Strides) -> MaskSpec<'a> {
             MaskSpec { dense_strides: Some(strides), ..$spec }
+        }
+        /// A key list (top-k sparse attention): row `(b, h, q)` keeps only
+        /// the keys named in its `n` slots, ANDed with every other rule.
+        /// `indices` is contiguous `[batch or 1, heads or 1, q_len or 1, n]`
+        /// (`shape.k_len` is `n`; extents of 1 broadcast); `-1` is an unused
+        /// slot, a key named twice counts once, and any other value outside
+        /// `[0, k_len)` is an error that writes nothing. `n = 0` lists no
+        /// key: every row is fully masked. Not with a block list, nor in the
+        /// split softmax.
+        pub fn with_key_indices($self_, indices: &'a [i32], shape: Shape) -> MaskSpec<'a> {
+            MaskSpec { key_indices: Some((indices, shape)), ..$spec }
         }
     };
 }
@@ -430,6 +443,14 @@ impl MaskSpec<'_> {
         spec.window_keys = self.window_keys;
         spec.chunk = self.chunk;
         spec.sink_keys = self.sink_keys;
+        if let Some((indices, shape)) = self.key_indices {
+            // The slice must hold every slot its shape describes (the
+            // library trusts the pointer; the values it checks itself).
+            let need = shape.rows_checked().and_then(|r| r.checked_mul(shape.k_len));
+            covers(who, "key_indices", Some(indices), need)?;
+            spec.key_indices = indices.as_ptr();
+            spec.key_indices_shape = shape.to_ffi();
+        }
         Ok(spec)
     }
 }
