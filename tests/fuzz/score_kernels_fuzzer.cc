@@ -249,7 +249,9 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
     case F::q_group:
     case F::k_group:
       return 512;
-    // Bit 0 of the byte after the rounding scores' in Decode.
+    // Bit 0 of the byte after the rounding scores' in Decode (inputs that
+    // end before it decode as before; a quarter of the committed corpus has
+    // bytes there and draws a list).
     case F::key_indices:
     case F::key_indices_shape:
       return 1024;
@@ -483,6 +485,12 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("k_group", c.k_group);
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
+  if (c.mask.key_indices != nullptr) {
+    const Shape4& ls = c.mask.key_indices_shape;
+    std::fprintf(stderr, "\n  key_indices shape [%zu, %zu, %zu, %zu]", ls.batch,
+                 ls.heads, ls.q_len, ls.k_len);
+  }
+  PrintArray("key_indices", c.key_indices);
   const Shape4& m = mk.shape;
   std::fprintf(stderr,
                "\n  dense [%zu, %zu, %zu, %zu] strides {%zu, %zu, %zu}:",
@@ -520,8 +528,9 @@ Tensor ScoresOf(const Case& c) {
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
 // KeptKeys), in rows without a group (RowInAGroup).
 bool KeptKeysExact(const MaskSpec& mask) {
+  // A key list's kept_keys is its span: unlisted keys lie inside it.
   return mask.k_position == nullptr && mask.q_segment == nullptr &&
-         mask.dense == DenseKind::kNone &&
+         mask.dense == DenseKind::kNone && mask.key_indices == nullptr &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
 }
 
@@ -825,6 +834,7 @@ class Census {
                                        "rule segments",
                                        "rule q_position",
                                        "rule k_position",
+                                       "rule key_indices",
                                        "option scale",
                                        "option negative scale",
                                        "option softcap",
