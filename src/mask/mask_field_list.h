@@ -31,7 +31,10 @@
  *   kRule      a rule's array, nullptr = absent
  *   kNotYetBuilt declared in the API but without kernels in this build:
  *              CheckMask rejects it when set (generated); a mask part moves
- *              to its real role with its kernels */
+ *              to its real role with its kernels
+ *   kList      a mask part that restricts a row to listed keys (a key list,
+ *              a block list): a rule field (AnyRuleSet counts it), whose
+ *              checks CheckMask makes by hand */
 #ifndef RLX_SRC_MASK_MASK_FIELD_LIST_H_
 #define RLX_SRC_MASK_MASK_FIELD_LIST_H_
 
@@ -60,7 +63,7 @@
   X(k_group, kNotYetBuilt) SEP()            \
   X(key_indices, kNotYetBuilt) SEP()        \
   X(key_indices_shape, kNotYetBuilt) SEP()  \
-  X(block_list, kNotYetBuilt)
+  X(block_list, kList)
 /* clang-format on */
 
 #define RLX_MASK_FIELD_NOTHING()
@@ -95,6 +98,7 @@ constexpr bool IsRuleField(MaskField f) {
 #define RLX_FIELD_IS_RULE_kExtent true
 #define RLX_FIELD_IS_RULE_kRule true
 #define RLX_FIELD_IS_RULE_kNotYetBuilt false
+#define RLX_FIELD_IS_RULE_kList true
 #define RLX_FIELD_CASE(field, role) \
   case MaskField::field:            \
     return RLX_FIELD_IS_RULE_##role;
@@ -108,6 +112,7 @@ constexpr bool IsRuleField(MaskField f) {
 #undef RLX_FIELD_IS_RULE_kExtent
 #undef RLX_FIELD_IS_RULE_kRule
 #undef RLX_FIELD_IS_RULE_kNotYetBuilt
+#undef RLX_FIELD_IS_RULE_kList
   return false;
 }
 
@@ -146,6 +151,7 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #define RLX_FIELD_RULE_kExtent(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE_kRule(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE_kNotYetBuilt(field) any = any || !Absent(m.field);
+#define RLX_FIELD_RULE_kList(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE(field, role) RLX_FIELD_RULE_##role(field)
   RLX_MASK_FIELD_LIST(RLX_FIELD_RULE, RLX_MASK_FIELD_NOTHING)
 #undef RLX_FIELD_RULE
@@ -157,6 +163,7 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #undef RLX_FIELD_RULE_kExtent
 #undef RLX_FIELD_RULE_kRule
 #undef RLX_FIELD_RULE_kNotYetBuilt
+#undef RLX_FIELD_RULE_kList
   return any;
 }
 

@@ -13,6 +13,7 @@
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/softmax/block_list_softmax.h"
 
 namespace rlx {
 HWY_EXPORT(SoftmaxRows);
@@ -20,6 +21,10 @@ HWY_EXPORT(SoftmaxRows);
 void detail::SoftmaxRows(const ScoreView& in, const ScoreView& out,
                          const MaskSpec& mask, const SoftmaxOptions& options,
                          RowRange rows, const RowPart* part) {
+  // A block list: its rows walk their listed blocks alone.
+  if (mask.block_list.num_blocks != nullptr) {
+    return BlockListSoftmaxRows(in, out, mask, options, rows, part);
+  }
   RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows)(in, out, mask, options, rows, part);
 }
 }  // namespace rlx

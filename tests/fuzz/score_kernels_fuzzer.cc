@@ -101,6 +101,9 @@ struct Case {
   std::vector<std::uint64_t> bits;     // keep_bits words
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
+  // The block list's num_blocks, indices and the full pair.
+  std::vector<std::int32_t> block_num, block_indices, block_full_num,
+      block_full_indices;
   std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
   bool row_lse = false;              // whether options.row_lse is checked
   std::vector<float> scores;         // contiguous [b, h, q, k]
@@ -247,8 +250,11 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
     case F::k_group:
     case F::key_indices:
     case F::key_indices_shape:
-    case F::block_list:
       return 0;
+    // Bit 0 of the byte after the options and the rounding scores (drawn
+    // last: DrawBlockList).
+    case F::block_list:
+      return 256;
   }
   return 0;
 }
@@ -261,6 +267,48 @@ constexpr bool EveryRuleFieldHasAFlag() {
 static_assert(
     EveryRuleFieldHasAFlag(),
     "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
+
+// A block list over c's shape: q_block and k_block, batch and heads (each 1
+// or the extent), then for each query block row each key block unlisted,
+// partial or full (ascending or descending); the full pair null in a
+// quarter of the lists.
+void DrawBlockList(Reader& r, Case& c) {
+  const Shape4& s = c.shape;
+  BlockList l;
+  l.q_block = 1 + r.Pick(s.q_len + 1);
+  l.k_block = 1 + r.Pick(r.Bit() ? s.k_len + 1 : 8);
+  l.batch = r.Bit() ? s.batch : 1;
+  l.heads = r.Bit() ? s.heads : 1;
+  l.q_blocks = (s.q_len + l.q_block - 1) / l.q_block;
+  const std::size_t k_blocks = (s.k_len + l.k_block - 1) / l.k_block;
+  l.max_blocks = k_blocks + r.Pick(2);
+  const bool with_full = r.Pick(4) != 0;
+  const bool descending = r.Bit();
+  const std::size_t rows = l.batch * l.heads * l.q_blocks;
+  c.block_num.assign(rows, 0);
+  c.block_full_num.assign(rows, 0);
+  c.block_indices.assign(rows * l.max_blocks, -1);
+  c.block_full_indices.assign(rows * l.max_blocks, -1);
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t e = 0; e < k_blocks; ++e) {
+      const auto j =
+          static_cast<std::int32_t>(descending ? k_blocks - 1 - e : e);
+      const std::uint32_t how = r.Byte() % 3;  // unlisted, partial, full
+      if (how == 2 && with_full) {
+        c.block_full_indices[row * l.max_blocks + c.block_full_num[row]++] = j;
+      } else if (how != 0) {
+        c.block_indices[row * l.max_blocks + c.block_num[row]++] = j;
+      }
+    }
+  }
+  l.num_blocks = c.block_num.data();
+  l.indices = c.block_indices.data();
+  if (with_full) {
+    l.full_num_blocks = c.block_full_num.data();
+    l.full_indices = c.block_full_indices.data();
+  }
+  c.mask = c.mask.with_block_list(l);
+}
 
 Case Decode(Reader& r) {
   Case c;
@@ -395,6 +443,8 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
+  // A block list when the next byte is odd (FlagOf(block_list)).
+  if (r.Byte() & 1) DrawBlockList(r, c);
   return c;
 }
 
@@ -439,6 +489,17 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("k_segment", c.k_segment);
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
+  if (!c.block_num.empty()) {
+    const BlockList& l = c.mask.block_list;
+    std::fprintf(stderr,
+                 "\n  block list q_block %zu k_block %zu batch %zu heads %zu "
+                 "max_blocks %zu",
+                 l.q_block, l.k_block, l.batch, l.heads, l.max_blocks);
+  }
+  PrintArray("block num_blocks", c.block_num);
+  PrintArray("block indices", c.block_indices);
+  PrintArray("block full_num_blocks", c.block_full_num);
+  PrintArray("block full_indices", c.block_full_indices);
   const Shape4& m = mk.shape;
   std::fprintf(stderr,
                "\n  dense [%zu, %zu, %zu, %zu] strides {%zu, %zu, %zu}:",
@@ -476,8 +537,8 @@ Tensor ScoresOf(const Case& c) {
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
 // KeptKeys).
 bool KeptKeysExact(const MaskSpec& mask) {
-  return mask.k_position == nullptr && mask.q_segment == nullptr &&
-         mask.dense == DenseKind::kNone &&
+  return mask.block_list.num_blocks == nullptr && mask.k_position == nullptr &&
+         mask.q_segment == nullptr && mask.dense == DenseKind::kNone &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
 }
 
@@ -755,6 +816,7 @@ class Census {
     if (!c.options.zero_masked) Add("option zero_masked = false");
     if (c.row_lse) Add("option row_lse");
     if (c.rounding_scores) Add("rounding scores");
+    if (!c.block_num.empty()) Add("block list");
   }
 
   // Prints the counts; exits with 1 if a feature was never drawn.

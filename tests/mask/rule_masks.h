@@ -28,8 +28,57 @@ struct RuleMask {
   std::vector<float> keep_f32, bias;
   std::vector<std::uint8_t> keep_u8;
   std::vector<std::uint64_t> keep_bits;
+  std::vector<std::int32_t> block_num, block_indices, block_full_num,
+      block_full_indices;
   std::string name;
 };
+
+// A random block list for scores of shape `s` into rm's arrays (q_block and
+// k_block 1 to a little over the lengths, batch and heads 1 or the extent,
+// each key block of a query block listed full, partial or not at all, in a
+// random order; the full pair null in a quarter of the lists). Returns it;
+// the caller puts it on the mask.
+inline BlockList RandomBlockList(std::mt19937_64& rng, const Shape4& s,
+                                 RuleMask& rm) {
+  BlockList l;
+  l.q_block = 1 + rng() % (s.q_len + 1);
+  l.k_block = 1 + rng() % (rng() % 2 ? s.k_len + 1 : 8);
+  l.batch = rng() % 2 ? s.batch : 1;
+  l.heads = rng() % 2 ? s.heads : 1;
+  l.q_blocks = (s.q_len + l.q_block - 1) / l.q_block;
+  const std::size_t k_blocks = (s.k_len + l.k_block - 1) / l.k_block;
+  l.max_blocks = k_blocks + rng() % 2;
+  const bool with_full = rng() % 4 != 0;
+  const std::size_t rows = l.batch * l.heads * l.q_blocks;
+  rm.block_num.assign(rows, 0);
+  rm.block_full_num.assign(rows, 0);
+  rm.block_indices.assign(rows * l.max_blocks, -7);  // unused slots
+  rm.block_full_indices.assign(rows * l.max_blocks, -7);
+  const int listed_percent = static_cast<int>(rng() % 101);
+  std::vector<std::int32_t> order(k_blocks);
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t j = 0; j < k_blocks; ++j) {
+      order[j] = static_cast<std::int32_t>(j);
+    }
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const std::int32_t j : order) {
+      if (static_cast<int>(rng() % 100) >= listed_percent) continue;
+      if (with_full && rng() % 2) {
+        rm.block_full_indices[row * l.max_blocks + rm.block_full_num[row]++] =
+            j;
+      } else {
+        rm.block_indices[row * l.max_blocks + rm.block_num[row]++] = j;
+      }
+    }
+  }
+  l.num_blocks = rm.block_num.data();
+  l.indices = rm.block_indices.data();
+  if (with_full) {
+    l.full_num_blocks = rm.block_full_num.data();
+    l.full_indices = rm.block_full_indices.data();
+  }
+  return l;
+}
 
 // A dense part's extents: each of the scores' or 1 (broadcast).
 inline Shape4 DenseShape(std::mt19937_64& rng, const Shape4& s) {
@@ -96,8 +145,9 @@ enum RuleBit : unsigned {
   kSegments = 1u << 5,
   kQPositions = 1u << 6,
   kKPositions = 1u << 7,
+  kBlockList = 1u << 8,
 };
-inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
+inline constexpr unsigned kRuleSets = 1u << 9;  // every subset of the bits
 
 // The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
@@ -120,8 +170,9 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::k_group:
     case F::key_indices:
     case F::key_indices_shape:
-    case F::block_list:
       return 0;
+    case F::block_list:
+      return kBlockList;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
@@ -292,6 +343,11 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
     m = RandomDense(rng, c.dense, DenseShape(rng, s), /*alone=*/false, m, rm);
     name += std::string("+") + kinds::NameOf(c.dense);
   }
+  if (c.rules & kBlockList) {
+    m = m.with_block_list(RandomBlockList(rng, s, rm));
+    name += "+block_list(" + std::to_string(m.block_list.q_block) + "x" +
+            std::to_string(m.block_list.k_block) + ")";
+  }
 }
 
 // A random combination (RulesOf): a kind of the list, each rule with its
@@ -302,7 +358,7 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   RuleCombination c;
   c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
-  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25};  // per RuleBit
+  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25, 20};  // per RuleBit
   for (unsigned bit = 0; bit < std::size(percent); ++bit) {
     if (chance(percent[bit])) c.rules |= 1u << bit;
   }

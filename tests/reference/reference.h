@@ -27,6 +27,11 @@ double element_at(const ScoreView& v, std::size_t off);
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k);
 
+// Whether key k's block is listed for row (b, h, q) by the mask's block
+// list (true without one).
+bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
+               std::size_t q, std::size_t k);
+
 // The additive bias of (b, h, q, k) for kBias masks, 0 otherwise.
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               std::size_t h, std::size_t q, std::size_t k);

@@ -302,6 +302,12 @@ std::string Mask::Repr() const {
   if (prefix_end) r += ".with_prefix(...)";
   if (q_segment || k_segment) r += ".with_segments(...)";
   if (q_position || k_position) r += ".with_positions(...)";
+  if (block_num) {
+    r += ".with_block_list(" + ShapeString(*block_indices) +
+         (block_full_num ? ", full" : "") +
+         ", q_block=" + std::to_string(spec.block_list.q_block) +
+         ", k_block=" + std::to_string(spec.block_list.k_block) + ")";
+  }
   switch (spec.dense) {
     case DenseKind::kKeepF32:
     case DenseKind::kKeepU8:

@@ -21,6 +21,8 @@ struct Mask {
   ArrayPtr query_offsets, prefix_end;  // [batch] int64
   ArrayPtr q_segment, k_segment;       // [batch, q_len] / [batch, k_len] int32
   ArrayPtr q_position, k_position;     // [batch, q_len] / [batch, k_len] int64
+  // A block list's int32 arrays (mask_block_list.cc).
+  ArrayPtr block_num, block_indices, block_full_num, block_full_indices;
 
   // Builders. `kind` picks keep (float32 -> f32, uint8 or bool -> u8), bias
   // (float32) or bits (uint64 or int64 words).
@@ -31,6 +33,10 @@ struct Mask {
   Mask WithPrefix(const py::handle& prefix_end) const;
   Mask WithSegments(const py::handle& q_seg, const py::handle& k_seg) const;
   Mask WithPositions(const py::handle& q_pos, const py::handle& k_pos) const;
+  Mask WithBlockList(const py::handle& num_blocks, const py::handle& indices,
+                     const py::handle& full_num_blocks,
+                     const py::handle& full_indices, std::size_t q_block,
+                     std::size_t k_block) const;
 
   // The spec for a call on scores of `shape`, every array checked against
   // it: per-batch arrays must hold exactly shape.batch batches, or, when

@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::os::raw::c_void;
 
 use super::layout::span;
-use super::{Shape, Strides};
+use super::{BlockList, Shape, Strides};
 use crate::{check, ffi, Error};
 
 /// A mask kind (docs/SEMANTICS.md, "Mask rules over logical positions"). Structured
@@ -147,6 +147,7 @@ pub struct MaskSpec<'a> {
     k_position: Option<&'a [i64]>,
     dense: Option<Dense<'a>>,
     dense_strides: Option<Strides>,
+    block_list: Option<BlockList<'a>>,
 }
 
 impl<'a> From<Mask<'a>> for MaskSpec<'a> {
@@ -163,6 +164,7 @@ impl<'a> From<Mask<'a>> for MaskSpec<'a> {
             k_position: None,
             dense: None,
             dense_strides: None,
+            block_list: None,
         }
     }
 }
@@ -235,6 +237,11 @@ macro_rules! mask_builders {
         /// extent), instead of its contiguous layout.
         pub fn with_strides($self_, strides: Strides) -> MaskSpec<'a> {
             MaskSpec { dense_strides: Some(strides), ..$spec }
+        }
+        /// Restricts each row to its query block's listed key blocks
+        /// ([`BlockList`]: FlexAttention's `BlockMask`).
+        pub fn with_block_list($self_, blocks: BlockList<'a>) -> MaskSpec<'a> {
+            MaskSpec { block_list: Some(blocks), ..$spec }
         }
     };
 }
@@ -404,6 +411,9 @@ impl MaskSpec<'_> {
         spec.window_keys = self.window_keys;
         spec.chunk = self.chunk;
         spec.sink_keys = self.sink_keys;
+        if let Some(blocks) = self.block_list {
+            spec.block_list = blocks.to_ffi();
+        }
         Ok(spec)
     }
 }
