@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
 #include "src/mask/block_list.h"
@@ -333,6 +334,36 @@ HWY_INLINE void ZeroOutside(Elem<kType>* o, KeyInterval keys,
   if (next < keys.end) FillRun<kType>(o, next, keys.end, Elem<kType>{});
 }
 
+// Prefetches the listed blocks of row `next` (index and offsets): a row's
+// pieces are short runs scattered over the row, which the hardware
+// prefetchers do not foresee, and the next row of a query block lists the
+// same blocks one row further on. Issued before this row's passes, so that
+// its lines arrive over them. Out of place, the output's lines too.
+constexpr std::size_t kPrefetchRows = 4;
+inline void PrefetchListedBlocks(const BlockList& list, std::size_t n,
+                                 const detail::RowIndex& next, const char* in,
+                                 const char* out, std::size_t elem_bytes) {
+  constexpr std::size_t kLine = 64;
+  const detail::BlockListRow row =
+      detail::BlockListRowOf(list, next.b, next.h, next.q);
+  const auto fetch = [&](const std::int32_t* idx, std::size_t count) {
+    for (std::size_t e = 0; e < count; ++e) {
+      const KeyInterval keys = detail::KeyBlockOf(list, idx[e], n);
+      const std::size_t begin = keys.begin * elem_bytes;
+      const std::size_t end = keys.end * elem_bytes;
+      for (std::size_t b = begin; b < end; b += kLine) {
+        hwy::Prefetch(in + b);
+        if (out != in) hwy::Prefetch(out + b);
+        // A loop of prefetches alone has no side effect C++ sees: GCC
+        // deletes it (-ffinite-loops) unless something in it must stay.
+        asm volatile("" : : "r"(b));
+      }
+    }
+  };
+  fetch(row.full, row.full_count);
+  fetch(row.partial, row.partial_count);
+}
+
 template <ScoreType kType>
 HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
                                   const MaskSpec& mask,
@@ -371,6 +402,17 @@ HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
     auto* o = reinterpret_cast<Elem<kType>*>(out_base + at.out * elem_bytes);
     const detail::BlockListRow row =
         detail::BlockListRowOf(list, i.b, i.h, i.q);
+    if (r + kPrefetchRows < rows.end) {
+      detail::RowIndex ahead = i;
+      for (std::size_t a = 0; a < kPrefetchRows; ++a) {
+        ahead = detail::NextRowIndex(shape, ahead);
+      }
+      PrefetchListedBlocks(
+          list, n, ahead,
+          in_base + detail::RowOffset(shape, in.strides, ahead) * elem_bytes,
+          out_base + detail::RowOffset(shape, out.strides, ahead) * elem_bytes,
+          elem_bytes);
+    }
     KeptKeys rule_kept;
     if (row.partial_count > 0) {
       rule_kept = detail::KeptKeysOf(mask, rules, i.b, i.q, shape.q_len, n);
