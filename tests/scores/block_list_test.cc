@@ -20,6 +20,7 @@
 #include "rlx/block_mask.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
+#include "rlx/softmax_split.h"
 #include "tests/common/error_of.h"
 #include "tests/common/per_target.h"
 #include "tests/common/score_check.h"
@@ -264,6 +265,41 @@ TEST_P(BlockListTest, RandomListsMatchTheOracle) {
                   << "," << k << ") " << (written ? "written" : "untouched");
             }
         }
+    }
+  }
+}
+
+// Split rows (rlx/softmax_split.h, default mode): two parts of each row's
+// keys, finished in place, give masked_softmax's probabilities within its
+// bound and its zeros exactly.
+TEST_P(BlockListTest, SplitRowsMatchTheWholeRow) {
+  std::mt19937_64 rng(2);
+  const int iterations = testing::ScaledIterations(100);
+  for (int it = 0; it < iterations; ++it) {
+    const Shape4 s{1, 1 + rng() % 2, 1 + rng() % 5, 2 + rng() % 120};
+    RuleMask rm;
+    testing::RuleCombination c;
+    c.kind = rng() % 2 ? MaskKind::kCausal : MaskKind::kNone;
+    c.rules = testing::kBlockList | (rng() % 2 ? testing::kWindowKeys : 0u);
+    testing::RulesOf(rng, s, c, rm);
+    std::vector<float> whole(s.rows() * s.k_len), split;
+    for (float& v : whole) v = static_cast<float>(rng() % 2001) / 100.0f - 10;
+    split = whole;
+    masked_softmax(ScoreView::f32(whole.data(), s), rm.mask);
+    const ScoreView v = ScoreView::f32(split.data(), s);
+    const std::size_t cut = rng() % (s.k_len + 1);
+    const KeyRange ranges[] = {{0, cut}, {cut, s.k_len}};
+    std::vector<SoftmaxPartStats> stats0(s.rows()), stats1(s.rows());
+    masked_softmax_part(v, rm.mask, ranges[0], stats0.data());
+    masked_softmax_part(v, rm.mask, ranges[1], stats1.data());
+    const SoftmaxPartStats* parts[] = {stats0.data(), stats1.data()};
+    finish_softmax_part(v, rm.mask, ranges[0], parts, 0);
+    finish_softmax_part(v, rm.mask, ranges[1], parts, 1);
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      ASSERT_EQ(whole[i] == 0.0f, split[i] == 0.0f)
+          << rm.name << " element " << i << " cut " << cut;
+      ASSERT_NEAR(split[i], whole[i], 1e-6f * (1.0f + whole[i]))
+          << rm.name << " element " << i << " cut " << cut;
     }
   }
 }
