@@ -364,6 +364,36 @@ inline void PrefetchListedBlocks(const BlockList& list, std::size_t n,
   fetch(row.partial, row.partial_count);
 }
 
+// Zeros on keys [begin, end) of row o, the whole 64-byte lines among them
+// by non-temporal stores: the default mode's fill of a large call's
+// unlisted keys, whose lines no pass has read, would otherwise read each
+// line for ownership before writing it (the zeros are most of such a
+// row). The caller issues hwy::FlushStream once after its rows.
+template <ScoreType kType>
+HWY_INLINE void StreamZeros(Elem<kType>* o, std::size_t begin,
+                            std::size_t end) {
+  const hn::ScalableTag<float> df;
+  constexpr std::size_t kLine = 64;
+  auto* first = reinterpret_cast<char*>(o + begin);
+  auto* last = reinterpret_cast<char*>(o + end);
+  char* line = reinterpret_cast<char*>(
+      (reinterpret_cast<std::uintptr_t>(first) + kLine - 1) / kLine * kLine);
+  const std::size_t vector_bytes = hn::Lanes(df) * sizeof(float);
+  if (last - line < static_cast<std::ptrdiff_t>(kLine) ||
+      kLine % vector_bytes != 0) {
+    FillRun<kType>(o, begin, end, Elem<kType>{});
+    return;
+  }
+  std::memset(first, 0, static_cast<std::size_t>(line - first));
+  const auto zero = hn::Zero(df);
+  for (; line + kLine <= last; line += kLine) {
+    for (std::size_t b = 0; b < kLine; b += vector_bytes) {
+      hn::Stream(zero, df, reinterpret_cast<float*>(line + b));
+    }
+  }
+  std::memset(line, 0, static_cast<std::size_t>(last - line));
+}
+
 template <ScoreType kType>
 HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
                                   const MaskSpec& mask,
@@ -395,6 +425,11 @@ HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
   const bool bias = rules.dense == DenseKind::kBias;
   const auto* in_base = static_cast<const char*>(in.data);
   auto* out_base = static_cast<char*>(out.data);
+  // Calls beyond the L2 and most of an L3 share stream their zeros.
+  constexpr std::size_t kStreamMinBytes = 8 * 1024 * 1024;
+  const bool stream_zeros =
+      options.zero_masked &&
+      (rows.end - rows.begin) * keys.size() * elem_bytes > kStreamMinBytes;
   detail::RowWalk walk(shape, in.strides, out.strides, mask, rows.begin);
   for (std::size_t r = rows.begin; r < rows.end; ++r, walk.Advance()) {
     const detail::RowIndex& i = walk.index();
@@ -501,7 +536,10 @@ HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
                                [&](std::size_t begin, std::size_t end) {
                                  begin = std::max(begin, keys.begin);
                                  end = std::min(end, keys.end);
-                                 if (begin < end) {
+                                 if (begin >= end) return;
+                                 if (stream_zeros) {
+                                   StreamZeros<kType>(o, begin, end);
+                                 } else {
                                    FillRun<kType>(o, begin, end, Elem<kType>{});
                                  }
                                });
@@ -512,6 +550,7 @@ HWY_NOINLINE void BlockListRowsOf(const ScoreView& in, const ScoreView& out,
       if (block.begin < block.end) ZeroOutside<kType>(o, block, rule_kept);
     }
   }
+  if (stream_zeros) hwy::FlushStream();
 }
 
 void BlockListSoftmaxRows(const ScoreView& in, const ScoreView& out,

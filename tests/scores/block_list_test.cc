@@ -304,6 +304,35 @@ TEST_P(BlockListTest, SplitRowsMatchTheWholeRow) {
   }
 }
 
+// A call beyond 8 MiB writes its rows' unlisted zeros with streaming
+// stores (the default mode): the same results, every row type, on a
+// misaligned, strided view.
+TEST_P(BlockListTest, LargeCallsMatchTheOracle) {
+  std::mt19937_64 rng(3);
+  const Shape4 s{1, 2, 17, 150001};  // 16-bit rows: 10 MB
+  RuleMask rm;
+  testing::RuleCombination c;
+  c.kind = MaskKind::kCausal;
+  c.rules = testing::kBlockList;
+  testing::RulesOf(rng, s, c, rm);
+  for (const ScoreType type : kTypes) {
+    testing::Tensor t = testing::MakeTensor(type, s, 3, 1);
+    FillScores(rng, t);
+    std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
+    const ScoreView before = testing::SameViewIn(t, before_bytes);
+    const ScoreView got = testing::SameViewIn(t, got_bytes);
+    const ScoreView want = testing::SameViewIn(t, want_bytes);
+    masked_softmax(got, rm.mask);
+    reference::masked_softmax(want, want, rm.mask, {}, RowRange::all(s));
+    ASSERT_EQ(testing::SoftmaxMismatch(before, got, want, rm.mask, {}), "")
+        << testing::TypeName(type) << " " << rm.name;
+    testing::Tensor g{got_bytes, got};
+    g.view.data = g.bytes.data() +
+                  (static_cast<std::uint8_t*>(got.data) - got_bytes.data());
+    ASSERT_EQ(testing::UntouchedOutside(g, g.view), "") << rm.name;
+  }
+}
+
 // A key of no listed block is never read: NaN scores there change nothing
 // (the softmax is the same as over finite scores there), and apply_mask
 // fills it. A full block's keys are kept whatever the rules and the dense
