@@ -329,13 +329,18 @@ typedef struct {
  * precedence over query_offsets). DECODE is the layout p_k = k for
  * k < past, the new token at slot upper with p_k = past, slots
  * [past, upper) empty, p_q = past. A key is kept iff
- *   valid AND same_segment AND (base OR sink) AND dense,
- *   base = (causal OR prefix) AND window AND chunk,
+ *   valid AND same_segment AND (base OR sink OR group) AND dense,
+ *   base = (causal OR prefix) AND window AND window_after AND chunk,
  * causal (CAUSAL, SLIDING_WINDOW, DECODE): p_k <= p_q; prefix: p_q < P and
- * p_k < P; window (window_keys W > 0): p_q - p_k < W; chunk (C > 0):
+ * p_k < P; window (window_keys W > 0): p_q - p_k < W; window_after
+ * (window_keys_after A > 0): p_k - p_q < A; chunk (C > 0):
  * floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q;
+ * group: q_group and k_group equal and nonzero (Gemma 3's images: a query
+ * sees its whole image whatever causal, window, chunk or prefix say);
  * same_segment: equal segment ids; dense: the dense part keeps it (a bias
- * is added to kept scores). An absent rule (0 or NULL) constrains nothing;
+ * is added to kept scores). Without causal, window_keys = window_keys_after
+ * = w + 1 is the two-sided window |p_q - p_k| <= w (EmbeddingGemma,
+ * ModernBERT). An absent rule (0 or NULL) constrains nothing;
  * an absent sink or prefix adds nothing. Positions are int64 and compared
  * exactly at every value: a key at INT64_MAX is kept like any other, and
  * ALiBi's distance |p_q - p_k| is exact before it is rounded to float.
@@ -355,10 +360,12 @@ typedef struct {
  * k_len].
  *
  * Rows whose kept set is a few key intervals (implicit key positions, no
- * segments, no dense part) are computed from those intervals alone, never
- * materialised; explicit key positions, segments and dense parts are
- * evaluated per element. Arrays are read during the call only. DECODE
- * requires past <= upper and k_len == upper + 1. */
+ * segments, no groups, no dense part) are computed from those intervals
+ * alone, never materialised; explicit key positions, segments, groups and
+ * dense parts are evaluated per element (rlx_kept_keys then covers the
+ * kept keys: for a row with a nonzero group, its group's keys too). Arrays
+ * are read during the call only. DECODE requires past <= upper and k_len ==
+ * upper + 1. */
 typedef struct {
   size_t struct_size; /* sizeof(rlx_mask_spec): rlx_mask_spec_init */
   rlx_mask_kind kind;
@@ -384,8 +391,10 @@ typedef struct {
   rlx_dense_kind dense;      /* a dense part on top of a structured kind */
   /* Appended after 0.1.0: a caller built against 0.1.0's header has none
    * of these (its struct_size says so); they take their defaults. */
-  size_t window_keys_after; /* A > 0: keep p_k - p_q < A */
-  const int32_t* q_group;   /* [batch, q_len], 0 = no group; with k_group */
+  size_t window_keys_after; /* A, counting the query; 0 = none; above
+                             * INT64_MAX, RLX_INVALID_ARGUMENT */
+  const int32_t* q_group;   /* [batch, q_len], 0 = no group; both groups or
+                             * neither */
   const int32_t* k_group;   /* [batch, k_len], 0 = no group */
   /* A key list: row (b, h, q) keeps only the keys its n slots name, -1 =
    * unused slot; key_indices_shape = {batch or 1, heads or 1, q_len or 1,
@@ -489,11 +498,12 @@ static inline rlx_strides3 rlx_keep_bits_strides(rlx_shape4 shape) {
 /* Writes to *out the keys row (batch_index, q) of a tensor with q_len query
  * rows and k_len keys may attend to under *mask: at most
  * RLX_MAX_KEPT_INTERVALS intervals. Exact for rows whose keys all have
- * implicit positions and no segments or dense part (NONE and the dense kinds
- * give the whole row [0, k_len)); otherwise a superset that the per-element
- * rules narrow. Executors use it to skip the masked part of P x V. Requires
- * mask and out non-NULL, q < q_len, k_len >= 1 and a valid mask for that
- * k_len. */
+ * implicit positions and no segments, group or dense part (NONE and the
+ * dense kinds give the whole row [0, k_len)); otherwise a superset that the
+ * per-element rules narrow (a row with a nonzero group: its position
+ * intervals and its group's keys in one hull, DECODE's token apart). Executors
+ * use it to skip the masked part of P x V. Requires mask and out non-NULL, q <
+ * q_len, k_len >= 1 and a valid mask for that k_len. */
 RLX_ATTN_MASK_API rlx_status rlx_kept_keys(const rlx_mask_spec* mask,
                                            size_t batch_index, size_t q,
                                            size_t q_len, size_t k_len,

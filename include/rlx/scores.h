@@ -105,18 +105,22 @@ enum class DenseKind : std::uint8_t {
 // (k_position < 0 marks an empty slot). Decode is the layout p_k = k for
 // k < past, the new token at slot upper with p_k = past, slots [past, upper)
 // empty, p_q = past. A key is kept iff
-//   valid AND same_segment AND (base OR sink) AND dense,
-//   base = (causal OR prefix) AND window AND chunk,
+//   valid AND same_segment AND (base OR sink OR group) AND dense,
+//   base = (causal OR prefix) AND window AND window_after AND chunk,
 // causal (Causal, SlidingWindow, Decode): p_k <= p_q; prefix: p_q < P and
-// p_k < P; window (W > 0): p_q - p_k < W; chunk (C > 0): floor(p_k / C) ==
-// floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q; same_segment: equal
-// segment ids; dense: the keep mask keeps it (a bias adds to kept scores).
+// p_k < P; window (W > 0): p_q - p_k < W; window_after (A > 0): p_k - p_q <
+// A; chunk (C > 0): floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S
+// and p_k <= p_q; group: q_group == k_group != 0 (Gemma 3's images);
+// same_segment: equal segment ids; dense: the keep mask keeps it (a bias
+// adds to kept scores).
 // An absent rule constrains nothing (an absent sink or prefix adds nothing).
 //
 // SlidingWindow(w) keeps the w keys before the query and the query itself:
 // it is causal with window_keys W = w + 1 (llama.cpp, gemma.cpp, vLLM and
 // ONNX Runtime count the query in their window W: with_window_keys(W) is
-// theirs). The Decode window w is W = w + 1 likewise.
+// theirs). The Decode window w is W = w + 1 likewise. Without causal,
+// with_window_keys(w + 1).with_window_keys_after(w + 1) is the two-sided
+// window |p_q - p_k| <= w (EmbeddingGemma, ModernBERT).
 //
 // Dense parts read a tensor whose extents are each either the score
 // tensor's or 1 (broadcast; its stride is then ignored), with k_len always
@@ -125,8 +129,9 @@ enum class DenseKind : std::uint8_t {
 // keep masks as [batch, 1, 1, k_len]. A mask has at most one dense part.
 //
 // Rows whose kept set is a few key intervals (implicit key positions, no
-// segments, no dense part) are computed from those intervals alone; explicit
-// key positions, segments and dense parts are evaluated per element.
+// segments, no groups, no dense part) are computed from those intervals
+// alone; explicit key positions, segments, groups and dense parts are
+// evaluated per element.
 // A block list: FlexAttention's BlockMask (docs/SEMANTICS.md, "Block
 // lists"). Query row q is in query block q / q_block; key block j
 // holds keys [j * k_block, (j + 1) * k_block). For query block i of (b, h),
@@ -172,10 +177,12 @@ struct MaskSpec {
   const std::int64_t* k_position = nullptr;  // [batch, k_len]
   // The dense part on top of a structured kind (the dense kinds use `kind`).
   DenseKind dense = DenseKind::kNone;
-  // Two-sided windows: A > 0 keeps p_k - p_q < A (A counts the query).
+  // Two-sided windows: A > 0 keeps p_k - p_q < A (A counts the query;
+  // above INT64_MAX: std::invalid_argument).
   std::size_t window_keys_after = 0;
   // Groups: a query and a key in the same nonzero group are kept whatever
-  // causal, window, chunk or prefix say.
+  // causal, window, chunk, prefix or sinks say (still only valid keys of
+  // the same segment that the dense part keeps). Both or neither.
   const std::int32_t* q_group = nullptr;  // [batch, q_len], 0 = no group
   const std::int32_t* k_group = nullptr;  // [batch, k_len], 0 = no group
   // A key list: row (b, h, q) keeps only the keys named in its n slots

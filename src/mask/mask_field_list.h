@@ -58,9 +58,9 @@
   X(q_position, kRule) SEP()        \
   X(k_position, kRule) SEP()        \
   X(dense, kDenseKind) SEP()                \
-  X(window_keys_after, kNotYetBuilt) SEP()  \
-  X(q_group, kNotYetBuilt) SEP()            \
-  X(k_group, kNotYetBuilt) SEP()            \
+  X(window_keys_after, kExtent) SEP()       \
+  X(q_group, kRule) SEP()                   \
+  X(k_group, kRule) SEP()                   \
   X(key_indices, kNotYetBuilt) SEP()        \
   X(key_indices_shape, kNotYetBuilt) SEP()  \
   X(block_list, kList)

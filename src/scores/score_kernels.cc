@@ -371,6 +371,11 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                   " is null");
   }
   CheckBlockList(who, mask, scores);
+  if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
+    Fail(who, std::string("groups need both sides, but ") +
+                  (mask.q_group == nullptr ? "q_group" : "k_group") +
+                  " is null");
+  }
   const DenseKind dense = mask.dense_part();
   switch (dense) {
     case DenseKind::kNone:

@@ -3,13 +3,13 @@
 // list (src/mask/mask_kind_list.h) with its parameters, any combination of the
 // rules (query offsets, window_keys, chunk, sinks, prefix, segments,
 // explicit positions with empty slots, a dense part of every dense kind on
-// top), softmax options and score values from the input, then runs
-// apply_mask, masked_softmax and kept_keys on every supported target and
-// compares each with the scalar oracle (tests/common/score_check.h). Also feeds
-// bad arguments, among them extents and strides whose element count or byte
-// span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap),
-// and checks they throw std::invalid_argument and touch no memory: nothing is
-// written, and a read far outside the buffer would fault under the
+// top, two-sided windows, groups), softmax options and score values from the
+// input, then runs apply_mask, masked_softmax and kept_keys on every supported
+// target and compares each with the scalar oracle (tests/common/score_check.h).
+// Also feeds bad arguments, among them extents and strides whose element count
+// or byte span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it
+// would wrap), and checks they throw std::invalid_argument and touch no memory:
+// nothing is written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
 // (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
 #include <algorithm>
@@ -104,6 +104,7 @@ struct Case {
   // The block list's num_blocks, indices and the full pair.
   std::vector<std::int32_t> block_num, block_indices, block_full_num,
       block_full_indices;
+  std::vector<std::int32_t> q_group, k_group;
   std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
   bool row_lse = false;              // whether options.row_lse is checked
   std::vector<float> scores;         // contiguous [b, h, q, k]
@@ -244,17 +245,18 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
       return 64;
     case F::dense:
       return 128;
-    // Declared, not built yet: CheckMask rejects them.
+    // The second rule byte (MoreRules), drawn last: bit i is 256 << i.
     case F::window_keys_after:
+      return 256;
     case F::q_group:
     case F::k_group:
+      return 512;
+    // Declared, not built yet: CheckMask rejects them.
     case F::key_indices:
     case F::key_indices_shape:
       return 0;
-    // Bit 0 of the byte after the options and the rounding scores (drawn
-    // last: DrawBlockList).
     case F::block_list:
-      return 256;
+      return 1024;
   }
   return 0;
 }
@@ -308,6 +310,30 @@ void DrawBlockList(Reader& r, Case& c) {
     l.full_indices = c.block_full_indices.data();
   }
   c.mask = c.mask.with_block_list(l);
+}
+
+// The rules of the second rule byte, drawn after everything else, the row
+// split included (inputs written before they existed decode as before up
+// to their split; only trailing bytes beyond it, unread then, can draw
+// them now): bit 0 a two-sided window's window_keys_after, bit 1 groups (0
+// = no group, about a third of the entries, two groups otherwise), bit 2 a
+// block list (DrawBlockList).
+void MoreRules(Reader& r, Case& c) {
+  const std::uint32_t more = r.Byte();
+  const std::size_t k_len = c.shape.k_len;
+  if (more & 1) {
+    c.mask = c.mask.with_window_keys_after(1 + r.Pick(k_len + 2));
+  }
+  if (more & 2) {
+    for (std::size_t i = 0; i < c.shape.batch * c.shape.q_len; ++i) {
+      c.q_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    for (std::size_t i = 0; i < c.shape.batch * k_len; ++i) {
+      c.k_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    c.mask = c.mask.with_groups(c.q_group.data(), c.k_group.data());
+  }
+  if (more & 4) DrawBlockList(r, c);
 }
 
 Case Decode(Reader& r) {
@@ -443,8 +469,6 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
-  // A block list when the next byte is odd (FlagOf(block_list)).
-  if (r.Byte() & 1) DrawBlockList(r, c);
   return c;
 }
 
@@ -469,15 +493,16 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   std::fprintf(stderr,
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
                "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
-               "%zu upper %zu window_keys %zu chunk %zu sink_keys %zu dense "
-               "%s scale %g softcap %g fill %g zero_masked %d row_lse %d\n"
+               "%zu upper %zu window_keys %zu window_keys_after %zu chunk %zu "
+               "sink_keys %zu dense %s scale %g softcap %g fill %g zero_masked "
+               "%d row_lse %d\n"
                "  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
                kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
-               mk.window_keys, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
-               c.options.scale, c.options.softcap, c.fill,
-               c.options.zero_masked, c.row_lse);
+               mk.window_keys, mk.window_keys_after, mk.chunk, mk.sink_keys,
+               kinds::NameOf(mk.dense), c.options.scale, c.options.softcap,
+               c.fill, c.options.zero_masked, c.row_lse);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }
@@ -487,6 +512,8 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("prefix_end", c.prefix_end);
   PrintArray("q_segment", c.q_segment);
   PrintArray("k_segment", c.k_segment);
+  PrintArray("q_group", c.q_group);
+  PrintArray("k_group", c.k_group);
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
   if (!c.block_num.empty()) {
@@ -535,11 +562,18 @@ Tensor ScoresOf(const Case& c) {
 
 // Whether kept_keys is exact for `mask`: implicit key positions, no
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
-// KeptKeys).
+// KeptKeys), in rows without a group (RowInAGroup).
 bool KeptKeysExact(const MaskSpec& mask) {
   return mask.block_list.num_blocks == nullptr && mask.k_position == nullptr &&
          mask.q_segment == nullptr && mask.dense == DenseKind::kNone &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
+}
+
+// Whether row (b, q) is in a nonzero group: its kept_keys then cover its
+// group's keys too, not exactly its kept ones.
+bool RowInAGroup(const MaskSpec& mask, const Shape4& s, std::size_t b,
+                 std::size_t q) {
+  return mask.q_group != nullptr && mask.q_group[b * s.q_len + q] != 0;
 }
 
 // kept_keys of every row against the oracle: sorted, disjoint, non-empty
@@ -573,7 +607,7 @@ void CheckKeptKeys(const Case& c) {
             Fail(c, row + ": kept key " + std::to_string(k) +
                         " outside the intervals");
           }
-          if (!kept_here && in[k] && exact) {
+          if (!kept_here && in[k] && exact && !RowInAGroup(c.mask, s, b, q)) {
             Fail(c, row + ": masked key " + std::to_string(k) +
                         " inside exact intervals");
           }
@@ -817,6 +851,8 @@ class Census {
     if (c.row_lse) Add("option row_lse");
     if (c.rounding_scores) Add("rounding scores");
     if (!c.block_num.empty()) Add("block list");
+    if (c.mask.window_keys_after != 0) Add("rule window_keys_after");
+    if (!c.q_group.empty()) Add("rule groups");
   }
 
   // Prints the counts; exits with 1 if a feature was never drawn.
@@ -842,7 +878,9 @@ class Census {
                                        "option alibi_slopes",
                                        "option zero_masked = false",
                                        "option row_lse",
-                                       "rounding scores"};
+                                       "rounding scores",
+                                       "rule window_keys_after",
+                                       "rule groups"};
     for (const MaskKind kind : kinds::kAllMaskKinds) {
       wanted.push_back(std::string("kind ") + kinds::NameOf(kind));
     }
@@ -878,7 +916,9 @@ class Census {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   rlx::Reader r(data, size);
-  const rlx::Case c = rlx::Decode(r);
+  rlx::Case c = rlx::Decode(r);
+  const std::size_t split = r.Pick(64);
+  rlx::MoreRules(r, c);
   if (rlx::Census::Enabled()) {
     static const bool report_at_exit =
         std::atexit([] { rlx::Census::Get().Report(); }) == 0;
@@ -886,7 +926,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     rlx::Census::Get().Count(c);
     return 0;
   }
-  const std::size_t split = r.Pick(64);
   const rlx::Oracle oracle = rlx::OracleOf(c);
   for (const std::string& target : rlx::supported_targets()) {
     rlx::force_target(target);

@@ -38,7 +38,8 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 
 bool RulesOnlyImplicit(const MaskSpec& m) {
   return m.block_list.num_blocks == nullptr && m.k_position == nullptr &&
-         m.q_segment == nullptr && m.dense == DenseKind::kNone &&
+         m.q_segment == nullptr && m.q_group == nullptr &&
+         m.dense == DenseKind::kNone &&
          (m.kind == MaskKind::kNone || m.kind == MaskKind::kCausal ||
           m.kind == MaskKind::kSlidingWindow || m.kind == MaskKind::kDecode);
 }
@@ -268,8 +269,8 @@ TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleOnSmallShapes) {
 }
 
 // Every combination of the one list's kinds, the rules and the dense parts
-// (testing::EveryRuleCombination: today 8 kinds x 512 rule sets, the 4
-// structured kinds with each of the 5 dense parts: 12288), each with random
+// (testing::EveryRuleCombination: today 8 kinds x 2048 rule sets, the 4
+// structured kinds with each of the 5 dense parts: 49152), each with random
 // values, on one small shape with two batches and two heads: every kernel
 // and row type against the oracle, and kept_keys.
 TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleExhaustively) {

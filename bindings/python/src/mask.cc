@@ -243,6 +243,18 @@ Mask Mask::WithPositions(const py::handle& q_pos,
   return m;
 }
 
+Mask Mask::WithGroups(const py::handle& q_groups,
+                      const py::handle& k_groups) const {
+  Mask m = *this;
+  m.q_group =
+      Optional(q_groups, "MaskSpec.with_groups", "q_groups", DType::kI32);
+  m.k_group =
+      Optional(k_groups, "MaskSpec.with_groups", "k_groups", DType::kI32);
+  m.spec = spec.with_groups(DataOf<std::int32_t>(m.q_group),
+                            DataOf<std::int32_t>(m.k_group));
+  return m;
+}
+
 MaskSpec Mask::Bind(const char* who, const Shape4& shape,
                     const std::size_t* batch_index) const {
   MaskSpec s = spec;
@@ -262,6 +274,8 @@ MaskSpec Mask::Bind(const char* who, const Shape4& shape,
   CheckBatches(who, "k_segments", k_segment, shape.k_len, shape, batch_index);
   CheckBatches(who, "q_positions", q_position, shape.q_len, shape, batch_index);
   CheckBatches(who, "k_positions", k_position, shape.k_len, shape, batch_index);
+  CheckBatches(who, "q_groups", q_group, shape.q_len, shape, batch_index);
+  CheckBatches(who, "k_groups", k_group, shape.k_len, shape, batch_index);
   return s;
 }
 
@@ -295,6 +309,10 @@ std::string Mask::Repr() const {
   if (spec.window_keys) {
     r += ".with_window_keys(" + std::to_string(spec.window_keys) + ")";
   }
+  if (spec.window_keys_after) {
+    r += ".with_window_keys_after(" + std::to_string(spec.window_keys_after) +
+         ")";
+  }
   if (spec.chunk) r += ".with_chunk(" + std::to_string(spec.chunk) + ")";
   if (spec.sink_keys) {
     r += ".with_sink_keys(" + std::to_string(spec.sink_keys) + ")";
@@ -308,6 +326,7 @@ std::string Mask::Repr() const {
          ", q_block=" + std::to_string(spec.block_list.q_block) +
          ", k_block=" + std::to_string(spec.block_list.k_block) + ")";
   }
+  if (q_group || k_group) r += ".with_groups(...)";
   switch (spec.dense) {
     case DenseKind::kKeepF32:
     case DenseKind::kKeepU8:

@@ -23,6 +23,7 @@ struct Mask {
   ArrayPtr q_position, k_position;     // [batch, q_len] / [batch, k_len] int64
   // A block list's int32 arrays (mask_block_list.cc).
   ArrayPtr block_num, block_indices, block_full_num, block_full_indices;
+  ArrayPtr q_group, k_group;  // [batch, q_len] / [batch, k_len] int32
 
   // Builders. `kind` picks keep (float32 -> f32, uint8 or bool -> u8), bias
   // (float32) or bits (uint64 or int64 words).
@@ -37,6 +38,7 @@ struct Mask {
                      const py::handle& full_num_blocks,
                      const py::handle& full_indices, std::size_t q_block,
                      std::size_t k_block) const;
+  Mask WithGroups(const py::handle& q_groups, const py::handle& k_groups) const;
 
   // The spec for a call on scores of `shape`, every array checked against
   // it: per-batch arrays must hold exactly shape.batch batches, or, when

@@ -81,6 +81,18 @@ void DefineMaskSpec(py::module_& m) {
           "query, as llama.cpp, gemma.cpp and ONNX Runtime count their "
           "window); 0 = no window.")
       .def(
+          "with_window_keys_after",
+          [](const Mask& self, std::size_t A) {
+            Mask c = self;
+            c.spec = self.spec.with_window_keys_after(A);
+            return c;
+          },
+          "A"_a,
+          "A copy that also keeps only keys with p_k - p_q < A (A counts "
+          "the query); 0 = none. Without causal, with_window_keys(w + 1)"
+          ".with_window_keys_after(w + 1) is the two-sided window |p_q - "
+          "p_k| <= w (EmbeddingGemma, ModernBERT's local attention).")
+      .def(
           "with_chunk",
           [](const Mask& self, std::size_t C) {
             Mask c = self;
@@ -134,6 +146,13 @@ void DefineMaskSpec(py::module_& m) {
            "ValueError for q_blocks != ceil(q_len / q_block), counts outside "
            "[0, max_blocks], indices outside the key blocks or a block "
            "listed twice, and write nothing.")
+      .def("with_groups", &Mask::WithGroups, "q_groups"_a, "k_groups"_a,
+           "A copy that also keeps a key of the query's group whatever the "
+           "causal, window, chunk, prefix and sink rules say (Gemma 3's "
+           "images: a token sees its whole image): int32 ids, 0 = no group, "
+           "C-contiguous, batch * q_len and batch * k_len values. Empty "
+           "slots, segments and the dense part still apply. Both or None "
+           "(removes the rule).")
       .def(
           "with_keep",
           [](const Mask& self, const py::object& a) {
@@ -171,6 +190,10 @@ void DefineMaskSpec(py::module_& m) {
       .def_property_readonly(
           "window_keys", [](const Mask& self) { return self.spec.window_keys; },
           "W of with_window_keys (0 = none).")
+      .def_property_readonly(
+          "window_keys_after",
+          [](const Mask& self) { return self.spec.window_keys_after; },
+          "A of with_window_keys_after (0 = none).")
       .def_property_readonly(
           "chunk", [](const Mask& self) { return self.spec.chunk; },
           "C of with_chunk (0 = none).")
