@@ -13,6 +13,7 @@
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/softmax/block_list_softmax.h"
 #include "src/softmax/key_list_softmax.h"
 
 namespace rlx {
@@ -25,6 +26,10 @@ void detail::SoftmaxRows(const ScoreView& in, const ScoreView& out,
   // (src/softmax/key_list_softmax-inl.h). Split rows reject key lists.
   if (mask.key_indices != nullptr && part == nullptr) {
     return KeyListSoftmaxRows(in, out, mask, options, rows);
+  }
+  // A block list: its rows walk their listed blocks alone.
+  if (mask.block_list.num_blocks != nullptr) {
+    return BlockListSoftmaxRows(in, out, mask, options, rows, part);
   }
   RLX_DYNAMIC_DISPATCH_NEAREST(SoftmaxRows)(in, out, mask, options, rows, part);
 }
