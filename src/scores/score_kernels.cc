@@ -59,6 +59,8 @@ HWY_AFTER_NAMESPACE();
 #include "src/mask/mask_field_list.h"
 #include "src/mask/mask_kind_list.h"
 #include "src/mask/mask_rows.h"
+#include "src/scores/check_messages.h"
+#include "src/scores/list_checks.h"
 #include "src/softmax/key_list_softmax.h"
 #include "src/softmax/softmax_rows.h"
 #include "src/softmax/thread_exp_buffer.h"
@@ -66,29 +68,15 @@ HWY_AFTER_NAMESPACE();
 
 namespace rlx {
 
+using detail::Fail;
+using detail::MaxSizeString;
+using detail::ShapeString;
+using detail::StridesString;
+
 HWY_EXPORT(ApplyMask);
 HWY_EXPORT(ApplyKeyList);
 
 namespace {
-
-std::string ShapeString(const Shape4& s) {
-  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.heads) + ", " +
-         std::to_string(s.q_len) + ", " + std::to_string(s.k_len) + "]";
-}
-
-std::string StridesString(const Strides3& s) {
-  return "[" + std::to_string(s.batch) + ", " + std::to_string(s.head) + ", " +
-         std::to_string(s.row) + "]";
-}
-
-[[noreturn]] void Fail(const char* who, const std::string& what) {
-  throw std::invalid_argument(std::string(who) + ": " + what);
-}
-
-// "PTRDIFF_MAX (9223372036854775807)" on 64-bit targets.
-std::string MaxSizeString() {
-  return "PTRDIFF_MAX (" + std::to_string(detail::kMaxSize) + ")";
-}
 
 // Rejects a tensor (`what` names it: "scores", "mask") whose element count
 // or byte span exceeds PTRDIFF_MAX: no such tensor exists, and offsets into
@@ -197,167 +185,9 @@ void CheckRuleExtent(const char* who, const char* name, std::size_t value) {
   }
 }
 
-// A key list's extents (docs/SEMANTICS.md, "Key lists"): batch, heads and
-// q_len each 1 (broadcast) or the scores', any n (0: no key is listed);
-// the slots themselves are checked per call's rows (CheckKeyListSlots).
-void CheckKeyList(const char* who, const MaskSpec& mask, const Shape4& scores) {
-  if (mask.key_indices == nullptr) return;
-  const Shape4& ls = mask.key_indices_shape;
-  const auto fits = [](std::size_t list_extent, std::size_t extent) {
-    return list_extent == extent || list_extent == 1;
-  };
-  if (!fits(ls.batch, scores.batch) || !fits(ls.heads, scores.heads) ||
-      !fits(ls.q_len, scores.q_len)) {
-    Fail(who, "key_indices shape " + ShapeString(ls) +
-                  " does not broadcast to scores " + ShapeString(scores) +
-                  " (batch, heads and q_len must each match or be 1; the "
-                  "last extent is the slots per row)");
-  }
-  if (!detail::CheckedProduct({ls.batch, ls.heads, ls.q_len, ls.k_len}) ||
-      !detail::CheckedProduct(
-          {ls.batch, ls.heads, ls.q_len, ls.k_len, sizeof(std::int32_t)})) {
-    Fail(who, "key_indices shape " + ShapeString(ls) + " has more than " +
-                  MaxSizeString() + " bytes");
-  }
-}
-
-// Every slot of the key-list rows that scores rows `rows` read: -1 or a key
-// below k_len. Rows that read the same list row as the previous one (a
-// list broadcast over heads) are checked once.
-void CheckKeyListSlots(const char* who, const MaskSpec& mask,
-                       const Shape4& scores, RowRange rows) {
-  if (mask.key_indices == nullptr || rows.begin == rows.end) return;
-  const Shape4& ls = mask.key_indices_shape;
-  detail::RowIndex i = detail::RowIndexOf(scores, rows.begin);
-  std::size_t previous = SIZE_MAX;
-  for (std::size_t r = rows.begin; r < rows.end;
-       ++r, i = detail::NextRowIndex(scores, i)) {
-    const std::size_t at = detail::KeyListRowOffset(ls, i);
-    if (at == previous) continue;
-    previous = at;
-    const std::int32_t* slots = mask.key_indices + at;
-    const std::size_t bad =
-        detail::FirstBadKeySlot(slots, ls.k_len, scores.k_len);
-    if (bad == ls.k_len) continue;
-    Fail(who, "key_indices of row (batch " + std::to_string(i.b) + ", head " +
-                  std::to_string(i.h) + ", query " + std::to_string(i.q) +
-                  "), slot " + std::to_string(bad) + ", is " +
-                  std::to_string(slots[bad]) +
-                  ": must be -1 (unused) or a key in [0, k_len = " +
-                  std::to_string(scores.k_len) + ")");
-  }
-}
-
 // From the kind list (src/mask/mask_kind_list.h): its rows are 0, 1, ...
 bool IsMaskKind(MaskKind kind) {
   return static_cast<std::size_t>(kind) < kinds::kMaskKindCount;
-}
-
-// A block list (docs/SEMANTICS.md, "Block lists"): its extents against the
-// scores', its counts and indices, and no key block listed twice for a
-// query block (twice in one list, or both full and partial: an error, not
-// a union; FlexAttention never produces either). Every entry is read, so
-// that nothing is written when one is bad.
-void CheckBlockList(const char* who, const MaskSpec& mask,
-                    const Shape4& scores) {
-  const BlockList& list = mask.block_list;
-  if (list.num_blocks == nullptr) return;
-  if (mask.key_indices != nullptr) {
-    Fail(who,
-         "a mask takes a key list (key_indices) or a block list "
-         "(block_list), not both");
-  }
-  const auto sizes = [&] {
-    return "block list batch " + std::to_string(list.batch) + ", heads " +
-           std::to_string(list.heads) + ", q_blocks " +
-           std::to_string(list.q_blocks) + ", max_blocks " +
-           std::to_string(list.max_blocks) + ", q_block " +
-           std::to_string(list.q_block) + ", k_block " +
-           std::to_string(list.k_block);
-  };
-  if (list.indices == nullptr) {
-    Fail(who, "block list indices is null (num_blocks is set)");
-  }
-  if ((list.full_num_blocks == nullptr) != (list.full_indices == nullptr)) {
-    Fail(who, std::string("block list full_num_blocks and full_indices are "
-                          "both given or both null, but ") +
-                  (list.full_num_blocks == nullptr ? "full_num_blocks"
-                                                   : "full_indices") +
-                  " is null");
-  }
-  if (list.q_block == 0 || list.k_block == 0) {
-    Fail(who, sizes() + ": q_block and k_block must be at least 1");
-  }
-  if ((list.batch != 1 && list.batch != scores.batch) ||
-      (list.heads != 1 && list.heads != scores.heads)) {
-    Fail(who, sizes() + ": batch and heads must each be 1 or the scores' " +
-                  ShapeString(scores));
-  }
-  const std::size_t q_blocks =
-      scores.q_len / list.q_block + (scores.q_len % list.q_block != 0);
-  if (list.q_blocks != q_blocks) {
-    Fail(who, sizes() + ": q_blocks must be ceil(q_len / q_block) = " +
-                  std::to_string(q_blocks) + " for q_len " +
-                  std::to_string(scores.q_len));
-  }
-  const std::size_t k_blocks =
-      scores.k_len / list.k_block + (scores.k_len % list.k_block != 0);
-  if (!detail::CheckedProduct(
-          {list.batch, list.heads, list.q_blocks, list.max_blocks})) {
-    Fail(who, sizes() + " describe more than " + MaxSizeString() + " entries");
-  }
-  // Listed blocks of one query block, a window of key blocks at a time in
-  // a fixed bitset (no allocation).
-  constexpr std::size_t kWindow = 4096;
-  std::uint64_t seen[kWindow / 64];
-  const std::size_t rows = list.batch * list.heads * list.q_blocks;
-  for (std::size_t row = 0; row < rows; ++row) {
-    const std::int32_t* counts[] = {list.num_blocks, list.full_num_blocks};
-    const std::int32_t* lists[] = {list.indices, list.full_indices};
-    const char* names[] = {"num_blocks", "full_num_blocks"};
-    const char* index_names[] = {"indices", "full_indices"};
-    for (int l = 0; l < 2; ++l) {
-      if (counts[l] == nullptr) continue;
-      const std::int32_t count = counts[l][row];
-      if (count < 0 || static_cast<std::size_t>(count) > list.max_blocks) {
-        Fail(who, std::string("block list ") + names[l] + "[" +
-                      std::to_string(row) + "] = " + std::to_string(count) +
-                      " is not in [0, max_blocks " +
-                      std::to_string(list.max_blocks) + "]");
-      }
-      for (std::int32_t s = 0; s < count; ++s) {
-        const std::int32_t j = lists[l][row * list.max_blocks + s];
-        if (j < 0 || static_cast<std::size_t>(j) >= k_blocks) {
-          Fail(who, std::string("block list ") + index_names[l] + "[" +
-                        std::to_string(row * list.max_blocks + s) + "] = " +
-                        std::to_string(j) + " is not a key block in [0, " +
-                        std::to_string(k_blocks) + ") (k_len " +
-                        std::to_string(scores.k_len) + ", k_block " +
-                        std::to_string(list.k_block) + ")");
-        }
-      }
-    }
-    for (std::size_t w = 0; w < k_blocks; w += kWindow) {
-      std::memset(seen, 0, sizeof(seen));
-      for (int l = 0; l < 2; ++l) {
-        if (counts[l] == nullptr) continue;
-        for (std::int32_t s = 0; s < counts[l][row]; ++s) {
-          const auto j =
-              static_cast<std::size_t>(lists[l][row * list.max_blocks + s]);
-          if (j < w || j >= w + kWindow) continue;
-          std::uint64_t& word = seen[(j - w) / 64];
-          const std::uint64_t bit = std::uint64_t{1} << ((j - w) % 64);
-          if (word & bit) {
-            Fail(who, "block list query block " + std::to_string(row) +
-                          " (of batch x heads x q_blocks) lists key block " +
-                          std::to_string(j) +
-                          " twice (in one list, or both full and partial)");
-          }
-          word |= bit;
-        }
-      }
-    }
-  }
 }
 
 void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
@@ -419,13 +249,13 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #undef RLX_CHECK_kRule
 #undef RLX_CHECK_kExtent
 #undef RLX_CHECK_kList
-  CheckKeyList(who, mask, scores);
+  detail::CheckKeyList(who, mask, scores);
   if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
     Fail(who, std::string("segments need both sides, but ") +
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
                   " is null");
   }
-  CheckBlockList(who, mask, scores);
+  detail::CheckBlockList(who, mask, scores);
   if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
     Fail(who, std::string("groups need both sides, but ") +
                   (mask.q_group == nullptr ? "q_group" : "k_group") +
@@ -516,8 +346,8 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   // queries: its one row).
   const std::size_t first = (batch_index * heads) * q_len + q;
   for (std::size_t h = 0; h < heads; ++h) {
-    CheckKeyListSlots(kWho, mask, shape,
-                      {first + h * q_len, first + h * q_len + 1});
+    detail::CheckKeyListSlots(kWho, mask, shape,
+                              {first + h * q_len, first + h * q_len + 1});
   }
   return detail::KeyListKeptKeys(mask, cover, batch_index, q);
 }
@@ -528,7 +358,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   CheckScores(kWho, "scores", scores);
   CheckMask(kWho, mask, scores.shape);
   CheckRows(kWho, scores.shape, rows);
-  CheckKeyListSlots(kWho, mask, scores.shape, rows);
+  detail::CheckKeyListSlots(kWho, mask, scores.shape, rows);
   if (rows.begin == rows.end) return;
   if (mask.key_indices != nullptr) {
     // Had before any row is written: a failed allocation writes nothing.
@@ -574,7 +404,7 @@ void detail::CheckSoftmaxCall(const char* who, const ScoreView& in,
   }
   CheckMask(who, mask, in.shape);
   CheckRows(who, in.shape, rows);
-  CheckKeyListSlots(who, mask, in.shape, rows);
+  detail::CheckKeyListSlots(who, mask, in.shape, rows);
   CheckPerHead(who, "sink_logits", options.sink_logits, in.shape.heads,
                /*allow_neg_inf=*/true);
   CheckPerHead(who, "alibi_slopes", options.alibi_slopes, in.shape.heads,
