@@ -293,8 +293,8 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
 // the default query offset k_len - q_len: no other rule or position field
 // set, not Decode), Of takes it from two clamps inline. KeptKeysOf's call
 // and general rules (128-bit bounds, sinks, chunks, prefixes, the Decode
-// token) cost the softmax row loop 5-8% of P1's and P4alibi's time, once
-// per row. Every other call takes KeptKeysOf itself.
+// token) cost the softmax row loop measurably, once per row. Every other call
+// takes KeptKeysOf itself.
 class CallKeptKeys {
  public:
   CallKeptKeys(const MaskSpec& mask, const Rules& rules, std::size_t q_len,
@@ -349,8 +349,7 @@ class CallKeptKeys {
 // a row split over threads (rlx/softmax_split.h) sees only these. In place,
 // field by field: the row loop calls it only for parts, and a KeptKeys
 // returned by value and assigned under a condition there was copied
-// through overlapping vector moves whose loads missed store forwarding
-// (DOC and P3 1.05-1.15x slower).
+// through overlapping vector moves whose loads missed store forwarding.
 inline void ClipKeptKeys(KeptKeys* kept, KeyInterval keys) {
   std::size_t count = 0;
   for (std::size_t j = 0; j < kept->count; ++j) {
