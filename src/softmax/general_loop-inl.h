@@ -39,6 +39,11 @@ namespace rlx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
+// A 64-byte line in keys: a 16-bit row's segment starts in its work buffer
+// at its key's offset within a line, so that its stores align where an f32
+// row's do.
+constexpr std::size_t kAlignKeys = 64 / sizeof(float);
+
 // The general loop of one row type: only the loop is compiled per row type
 // (its addressing, conversions and fill), the passes once (SoftmaxRow).
 // `part` (not null): step 1 of a split row, on its keys only

@@ -484,11 +484,6 @@ HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,
 // The numerics every path shares: row conversion, the exact lane
 // maximum, the plain exp argument and the end of pass 2.
 
-// A 64-byte line in keys: a 16-bit row's segment starts in its work buffer
-// at its key's offset within a line, so that its stores align where an f32
-// row's do.
-constexpr std::size_t kAlignKeys = 64 / sizeof(float);
-
 // The maximum of a vector's lanes. Highway 1.0.3's MaxOfLanes on EMU128
 // starts from -FLT_MAX, which would turn a fully masked (-inf) row into a
 // finite max: reduced by hand there.
