@@ -293,6 +293,21 @@ typedef enum {
  * initialised, garbage, or a newer header's) is RLX_INVALID_ARGUMENT with a
  * message naming it; the library never reads past it. */
 
+/* A block list (FlexAttention's BlockMask), rlx::BlockList: query row q is
+ * in query block q / q_block, key block j holds keys [j * k_block,
+ * (j + 1) * k_block). For query block i of (b, h), the first
+ * num_blocks[(b * heads + h) * q_blocks + i] entries of that row of
+ * `indices` ([batch, heads, q_blocks, max_blocks]) are its partial key
+ * blocks; full_num_blocks / full_indices its full ones (both NULL: none).
+ * batch and heads are the scores' extents or 1 (broadcast). */
+typedef struct {
+  const int32_t* num_blocks;
+  const int32_t* indices;
+  const int32_t* full_num_blocks;
+  const int32_t* full_indices;
+  size_t batch, heads, q_blocks, max_blocks, q_block, k_block;
+} rlx_block_list;
+
 /* How scores are masked (docs/SEMANTICS.md, "Mask rules over logical
  * positions").
  *
@@ -302,13 +317,18 @@ typedef enum {
  * precedence over query_offsets). DECODE is the layout p_k = k for
  * k < past, the new token at slot upper with p_k = past, slots
  * [past, upper) empty, p_q = past. A key is kept iff
- *   valid AND same_segment AND (base OR sink) AND dense,
- *   base = (causal OR prefix) AND window AND chunk,
+ *   valid AND same_segment AND (base OR sink OR group) AND dense,
+ *   base = (causal OR prefix) AND window AND window_after AND chunk,
  * causal (CAUSAL, SLIDING_WINDOW, DECODE): p_k <= p_q; prefix: p_q < P and
- * p_k < P; window (window_keys W > 0): p_q - p_k < W; chunk (C > 0):
+ * p_k < P; window (window_keys W > 0): p_q - p_k < W; window_after
+ * (window_keys_after A > 0): p_k - p_q < A; chunk (C > 0):
  * floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q;
+ * group: q_group and k_group equal and nonzero (Gemma 3's images: a query
+ * sees its whole image whatever causal, window, chunk or prefix say);
  * same_segment: equal segment ids; dense: the dense part keeps it (a bias
- * is added to kept scores). An absent rule (0 or NULL) constrains nothing;
+ * is added to kept scores). Without causal, window_keys = window_keys_after
+ * = w + 1 is the two-sided window |p_q - p_k| <= w (EmbeddingGemma,
+ * ModernBERT). An absent rule (0 or NULL) constrains nothing;
  * an absent sink or prefix adds nothing. Positions are int64 and compared
  * exactly at every value: a key at INT64_MAX is kept like any other, and
  * ALiBi's distance |p_q - p_k| is exact before it is rounded to float.
@@ -328,10 +348,12 @@ typedef enum {
  * k_len].
  *
  * Rows whose kept set is a few key intervals (implicit key positions, no
- * segments, no dense part) are computed from those intervals alone, never
- * materialised; explicit key positions, segments and dense parts are
- * evaluated per element. Arrays are read during the call only. DECODE
- * requires past <= upper and k_len == upper + 1. */
+ * segments, no groups, no dense part) are computed from those intervals
+ * alone, never materialised; explicit key positions, segments, groups and
+ * dense parts are evaluated per element (rlx_kept_keys then covers the
+ * kept keys: for a row with a nonzero group, its group's keys too). Arrays
+ * are read during the call only. DECODE requires past <= upper and k_len ==
+ * upper + 1. */
 typedef struct {
   size_t struct_size; /* sizeof(rlx_mask_spec): rlx_mask_spec_init */
   rlx_mask_kind kind;
@@ -355,6 +377,27 @@ typedef struct {
   const int64_t* q_position; /* [batch, q_len]; NULL: implicit */
   const int64_t* k_position; /* [batch, k_len]; NULL: implicit; < 0 empty */
   rlx_dense_kind dense;      /* a dense part on top of a structured kind */
+  /* Appended after 0.1.0: a caller built against 0.1.0's header has none
+   * of these (its struct_size says so); they take their defaults. */
+  size_t window_keys_after; /* A, counting the query; 0 = none; above
+                             * INT64_MAX, RLX_INVALID_ARGUMENT */
+  const int32_t* q_group;   /* [batch, q_len], 0 = no group; both groups or
+                             * neither */
+  const int32_t* k_group;   /* [batch, k_len], 0 = no group */
+  /* A key list (top-k sparse attention): row (b, h, q) keeps only the keys
+   * its n slots name, ANDed with every other rule; -1 = unused slot, a key
+   * named twice counts once. key_indices_shape = {batch or 1, heads or 1,
+   * q_len or 1, n} (k_len holds n; 1 broadcasts, any other extent must be
+   * the scores'), contiguous. n = 0 lists no key (rows fully masked); NULL
+   * key_indices: no list. Any other slot value outside [0, k_len) is
+   * RLX_INVALID_ARGUMENT naming the row, slot and value, with nothing
+   * written. The softmax reads and writes the listed keys alone (kept-only
+   * mode: the listed keys inside kept_keys); apply_mask fills every
+   * unlisted key. Not with a block list, nor in the split softmax
+   * (RLX_INVALID_ARGUMENT). */
+  const int32_t* key_indices;
+  rlx_shape4 key_indices_shape;
+  rlx_block_list block_list; /* absent while block_list.num_blocks is NULL */
 } rlx_mask_spec;
 
 /* Softmax options (docs/SEMANTICS.md, "Softmax extensions"). Pass NULL for the
@@ -451,11 +494,12 @@ static inline rlx_strides3 rlx_keep_bits_strides(rlx_shape4 shape) {
 /* Writes to *out the keys row (batch_index, q) of a tensor with q_len query
  * rows and k_len keys may attend to under *mask: at most
  * RLX_MAX_KEPT_INTERVALS intervals. Exact for rows whose keys all have
- * implicit positions and no segments or dense part (NONE and the dense kinds
- * give the whole row [0, k_len)); otherwise a superset that the per-element
- * rules narrow. Executors use it to skip the masked part of P x V. Requires
- * mask and out non-NULL, q < q_len, k_len >= 1 and a valid mask for that
- * k_len. */
+ * implicit positions and no segments, group or dense part (NONE and the
+ * dense kinds give the whole row [0, k_len)); otherwise a superset that the
+ * per-element rules narrow (a row with a nonzero group: its position
+ * intervals and its group's keys in one hull, DECODE's token apart). Executors
+ * use it to skip the masked part of P x V. Requires mask and out non-NULL, q <
+ * q_len, k_len >= 1 and a valid mask for that k_len. */
 RLX_ATTN_MASK_API rlx_status rlx_kept_keys(const rlx_mask_spec* mask,
                                            size_t batch_index, size_t q,
                                            size_t q_len, size_t k_len,
@@ -481,8 +525,9 @@ RLX_ATTN_MASK_API rlx_status rlx_apply_mask(const rlx_score_view* scores,
  * AVX-512 targets the call sets MXCSR.FTZ while it runs and restores the
  * caller's MXCSR before returning (rlx/score_kernels.h). No allocation,
  * except a per-thread exp buffer on a thread's first call on bf16/f16 rows
- * longer than 8192 keys (kept for later calls; RLX_OUT_OF_MEMORY, nothing
- * written, if it fails). */
+ * longer than 8192 keys, and a per-thread work area on a thread's first
+ * call with a key list (grown for a longer list or row); both kept for
+ * later calls (RLX_OUT_OF_MEMORY, nothing written, if one fails). */
 RLX_ATTN_MASK_API rlx_status rlx_masked_softmax(
     const rlx_score_view* scores, const rlx_mask_spec* mask,
     const rlx_softmax_options* options, const rlx_row_range* rows);

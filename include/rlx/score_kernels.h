@@ -26,7 +26,9 @@ namespace rlx {
 
 // The keys row (b, q) of a k_len-key tensor with q_len query rows may attend
 // to under `mask`. For dense kinds and None this is the whole row [0, k_len):
-// which keys a dense mask keeps is decided per element. Executors use this to
+// which keys a dense mask keeps is decided per element; a row with a nonzero
+// group gets a cover of its group's keys and its position intervals (one
+// hull; Decode's token apart). Executors use this to
 // skip the masked part of P x V. Throws std::invalid_argument as above.
 RLX_ATTN_MASK_API KeptKeys kept_keys(const MaskSpec& mask,
                                      std::size_t batch_index, std::size_t q,
@@ -61,8 +63,8 @@ struct SoftmaxOptions {
   // only. Keys outside kept_keys(mask, b, q, ...) are left unwritten; every
   // key inside it is written exactly as in the default mode, a masked one as
   // 0 (kept_keys is a superset of the kept keys under explicit positions,
-  // segments, dense parts and biases). A row whose kept_keys is empty is
-  // left unwritten entirely. docs/SEMANTICS.md, "Kept-only writes".
+  // segments, groups, dense parts and biases). A row whose kept_keys is empty
+  // is left unwritten entirely. docs/SEMANTICS.md, "Kept-only writes".
   bool zero_masked = true;
 };
 
@@ -89,8 +91,11 @@ RLX_ATTN_MASK_API std::vector<float> alibi_slopes(std::size_t heads,
 // Memory: no call allocates, except that a thread's first call on bf16/f16
 // rows longer than 8192 keys allocates that thread's f32 exp buffer (about
 // 4 bytes per key), which later calls reuse and longer rows grow; it is
-// freed when the thread exits. If that allocation fails, the call throws
-// std::bad_alloc before it writes anything.
+// freed when the thread exits. Likewise a thread's first call with a key
+// list (MaskSpec::key_indices; apply_mask too) allocates its work arrays
+// (about 18 bytes per slot and a bit per key), grown by longer lists or
+// rows. If an allocation fails, the call throws std::bad_alloc before it
+// writes anything.
 RLX_ATTN_MASK_API void masked_softmax(const ScoreView& scores,
                                       const MaskSpec& mask,
                                       const SoftmaxOptions& options = {});

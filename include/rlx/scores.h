@@ -105,18 +105,22 @@ enum class DenseKind : std::uint8_t {
 // (k_position < 0 marks an empty slot). Decode is the layout p_k = k for
 // k < past, the new token at slot upper with p_k = past, slots [past, upper)
 // empty, p_q = past. A key is kept iff
-//   valid AND same_segment AND (base OR sink) AND dense,
-//   base = (causal OR prefix) AND window AND chunk,
+//   valid AND same_segment AND (base OR sink OR group) AND dense,
+//   base = (causal OR prefix) AND window AND window_after AND chunk,
 // causal (Causal, SlidingWindow, Decode): p_k <= p_q; prefix: p_q < P and
-// p_k < P; window (W > 0): p_q - p_k < W; chunk (C > 0): floor(p_k / C) ==
-// floor(p_q / C); sink (S > 0): p_k < S and p_k <= p_q; same_segment: equal
-// segment ids; dense: the keep mask keeps it (a bias adds to kept scores).
+// p_k < P; window (W > 0): p_q - p_k < W; window_after (A > 0): p_k - p_q <
+// A; chunk (C > 0): floor(p_k / C) == floor(p_q / C); sink (S > 0): p_k < S
+// and p_k <= p_q; group: q_group == k_group != 0 (Gemma 3's images);
+// same_segment: equal segment ids; dense: the keep mask keeps it (a bias
+// adds to kept scores).
 // An absent rule constrains nothing (an absent sink or prefix adds nothing).
 //
 // SlidingWindow(w) keeps the w keys before the query and the query itself:
 // it is causal with window_keys W = w + 1 (llama.cpp, gemma.cpp, vLLM and
 // ONNX Runtime count the query in their window W: with_window_keys(W) is
-// theirs). The Decode window w is W = w + 1 likewise.
+// theirs). The Decode window w is W = w + 1 likewise. Without causal,
+// with_window_keys(w + 1).with_window_keys_after(w + 1) is the two-sided
+// window |p_q - p_k| <= w (EmbeddingGemma, ModernBERT).
 //
 // Dense parts read a tensor whose extents are each either the score
 // tensor's or 1 (broadcast; its stride is then ignored), with k_len always
@@ -125,8 +129,27 @@ enum class DenseKind : std::uint8_t {
 // keep masks as [batch, 1, 1, k_len]. A mask has at most one dense part.
 //
 // Rows whose kept set is a few key intervals (implicit key positions, no
-// segments, no dense part) are computed from those intervals alone; explicit
-// key positions, segments and dense parts are evaluated per element.
+// segments, no groups, no dense part) are computed from those intervals
+// alone; explicit key positions, segments, groups and dense parts are
+// evaluated per element.
+// A block list: FlexAttention's BlockMask (docs/SEMANTICS.md, "Key lists
+// and block lists"). Query row q is in query block q / q_block; key block j
+// holds keys [j * k_block, (j + 1) * k_block). For query block i of (b, h),
+// num_blocks[(b * heads + h) * q_blocks + i] partial key blocks are listed in
+// indices[((b * heads + h) * q_blocks + i) * max_blocks + slot], and likewise
+// full_num_blocks / full_indices the full ones (both null: none). batch and
+// heads are the scores' extents or 1 (broadcast). Keys of a full block are
+// kept without the rules or a dense keep part; keys of a partial block go
+// through them; keys of no listed block are masked and never read.
+struct BlockList {
+  const std::int32_t* num_blocks = nullptr;       // [batch, heads, q_blocks]
+  const std::int32_t* indices = nullptr;          // [..., q_blocks, max_blocks]
+  const std::int32_t* full_num_blocks = nullptr;  // as num_blocks, or null
+  const std::int32_t* full_indices = nullptr;     // as indices, or null
+  std::size_t batch = 0, heads = 0, q_blocks = 0, max_blocks = 0;
+  std::size_t q_block = 0, k_block = 0;
+};
+
 struct MaskSpec {
   MaskKind kind = MaskKind::kNone;
   std::size_t window = 0;           // kSlidingWindow, kDecode
@@ -150,6 +173,20 @@ struct MaskSpec {
   const std::int64_t* k_position = nullptr;  // [batch, k_len]
   // The dense part on top of a structured kind (the dense kinds use `kind`).
   DenseKind dense = DenseKind::kNone;
+  // Two-sided windows: A > 0 keeps p_k - p_q < A (A counts the query;
+  // above INT64_MAX: std::invalid_argument).
+  std::size_t window_keys_after = 0;
+  // Groups: a query and a key in the same nonzero group are kept whatever
+  // causal, window, chunk, prefix or sinks say (still only valid keys of
+  // the same segment that the dense part keeps). Both or neither.
+  const std::int32_t* q_group = nullptr;  // [batch, q_len], 0 = no group
+  const std::int32_t* k_group = nullptr;  // [batch, k_len], 0 = no group
+  // A key list: row (b, h, q) keeps only the keys named in its n slots
+  // (-1 = unused). key_indices_shape = {batch or 1, heads or 1, q_len or 1, n}.
+  const std::int32_t* key_indices = nullptr;
+  Shape4 key_indices_shape;
+  // A block list; absent while block_list.num_blocks is null.
+  BlockList block_list;
 
   static MaskSpec none() { return {}; }
   static MaskSpec causal() { return of(MaskKind::kCausal); }
@@ -242,6 +279,41 @@ struct MaskSpec {
   }
   MaskSpec with_bias(const float* b, const Shape4& shape) const {
     return with_dense(DenseKind::kBias, b, shape);
+  }
+  MaskSpec with_window_keys_after(std::size_t A) const {
+    MaskSpec copy = *this;
+    copy.window_keys_after = A;
+    return copy;
+  }
+  MaskSpec with_groups(const std::int32_t* q_groups,
+                       const std::int32_t* k_groups) const {
+    MaskSpec copy = *this;
+    copy.q_group = q_groups;
+    copy.k_group = k_groups;
+    return copy;
+  }
+  // A key list (docs/SEMANTICS.md, "Key lists"): row (b, h, q) keeps only
+  // the keys named in its n slots, ANDed with every other rule (top-k
+  // sparse attention). `indices` is contiguous: slot s of row (b, h, q) is
+  // at ((b * shape.heads + h) * shape.q_len + q) * shape.k_len + s,
+  // shape.k_len being the slots per row n (indices of broadcast extents,
+  // 1, are 0; any other extent must be the scores'). -1 is an unused slot,
+  // a key named twice counts once; any other value outside [0, k_len) is
+  // std::invalid_argument naming the row, slot and value, nothing written.
+  // n = 0 lists no key (every row fully masked). The softmax reads and
+  // writes only the listed keys (kept-only: the listed keys inside
+  // kept_keys); apply_mask fills every unlisted key. Not with a block list,
+  // nor in the split softmax (std::invalid_argument).
+  MaskSpec with_key_indices(const std::int32_t* indices, Shape4 shape) const {
+    MaskSpec copy = *this;
+    copy.key_indices = indices;
+    copy.key_indices_shape = shape;
+    return copy;
+  }
+  MaskSpec with_block_list(const BlockList& blocks) const {
+    MaskSpec copy = *this;
+    copy.block_list = blocks;
+    return copy;
   }
 
   // The dense part a kind reads by itself (kNone: a structured kind, whose

@@ -81,6 +81,20 @@ rlx::Strides3 ToStrides(const rlx_strides3& s) {
 // sizes and pointers are the same.
 rlx::Shape4 FromC(const rlx_shape4& s) { return ToShape(s); }
 rlx::Strides3 FromC(const rlx_strides3& s) { return ToStrides(s); }
+rlx::BlockList FromC(const rlx_block_list& b) {
+  rlx::BlockList list;
+  list.num_blocks = b.num_blocks;
+  list.indices = b.indices;
+  list.full_num_blocks = b.full_num_blocks;
+  list.full_indices = b.full_indices;
+  list.batch = b.batch;
+  list.heads = b.heads;
+  list.q_blocks = b.q_blocks;
+  list.max_blocks = b.max_blocks;
+  list.q_block = b.q_block;
+  list.k_block = b.k_block;
+  return list;
+}
 template <class T>
 T FromC(T v) {
   return v;
@@ -134,9 +148,14 @@ std::optional<rlx::DenseKind> ToDenseKind(const rlx_dense_kind& kind) {
 // struct_size a released header produced, oldest first; each later version
 // appends fields after the end of the last (and must change sizeof: a field
 // that fit in the old trailing padding would be indistinguishable), then adds
-// its sizeof here. Today each struct has one layout.
+// its sizeof here.
 template <class T>
 constexpr std::size_t kSizes[] = {sizeof(T)};
+// 0.1.0 ended at `dense`; the two-sided window, groups, key list and block
+// list fields followed.
+template <>
+constexpr std::size_t kSizes<rlx_mask_spec>[] = {
+    offsetof(rlx_mask_spec, window_keys_after), sizeof(rlx_mask_spec)};
 
 // Copies the caller's struct, as far as its struct_size reaches, over
 // `result`, which holds the defaults (the fields an older header did not have
@@ -214,6 +233,8 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
 #define RLX_MAP_kPosition(field) spec.field = FromC(m.field);
 #define RLX_MAP_kExtent(field) spec.field = FromC(m.field);
 #define RLX_MAP_kRule(field) spec.field = FromC(m.field);
+#define RLX_MAP_kNotYetBuilt(field) spec.field = FromC(m.field);
+#define RLX_MAP_kList(field) spec.field = FromC(m.field);
 #define RLX_MAP(field, role) RLX_MAP_##role(field)
   RLX_MASK_FIELD_LIST(RLX_MAP, RLX_MASK_FIELD_NOTHING)
 #undef RLX_MAP
@@ -224,6 +245,8 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
 #undef RLX_MAP_kPosition
 #undef RLX_MAP_kExtent
 #undef RLX_MAP_kRule
+#undef RLX_MAP_kNotYetBuilt
+#undef RLX_MAP_kList
   return spec;
 }
 

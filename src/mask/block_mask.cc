@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
+#include "src/mask/key_list.h"
 #include "src/mask/mask_rows.h"
 #include "src/util/checked_size.h"
 
@@ -80,6 +81,29 @@ void Check(const MaskSpec& mask, const Shape4& shape, std::size_t b,
   } catch (const std::invalid_argument& e) {
     Fail(e.what());
   }
+  // A key list's slots of every query row of (b, h).
+  if (mask.key_indices != nullptr) {
+    const Shape4& ls = mask.key_indices_shape;
+    if (!(ls.batch == 1 || ls.batch == shape.batch) ||
+        !(ls.heads == 1 || ls.heads == shape.heads) ||
+        !(ls.q_len == 1 || ls.q_len == shape.q_len)) {
+      Fail("key_indices shape " + ShapeString(ls) + " does not broadcast to " +
+           ShapeString(shape));
+    }
+    for (std::size_t q = 0; q < shape.q_len; ++q) {
+      const std::int32_t* slots =
+          mask.key_indices +
+          detail::KeyListRowOffset(ls, detail::RowIndex{b, h, q});
+      const std::size_t bad =
+          detail::FirstBadKeySlot(slots, ls.k_len, shape.k_len);
+      if (bad == ls.k_len) continue;
+      Fail("key_indices of row (batch " + std::to_string(b) + ", head " +
+           std::to_string(h) + ", query " + std::to_string(q) + "), slot " +
+           std::to_string(bad) + ", is " + std::to_string(slots[bad]) +
+           ": must be -1 (unused) or a key in [0, k_len = " +
+           std::to_string(shape.k_len) + ")");
+    }
+  }
 }
 
 }  // namespace
@@ -90,12 +114,15 @@ void classify_blocks(const MaskSpec& mask, const Shape4& shape,
   Check(mask, shape, batch_index, head, tq, tk, out);
   const detail::Rules rules = detail::RulesOf(mask);
   const bool bias = rules.dense == DenseKind::kBias;
-  const bool per_element = rules.per_element || bias;
+  // A key list: its rows' bytes, ANDed with the listed keys.
+  const bool listed = mask.key_indices != nullptr;
+  const bool per_element = rules.per_element || bias || listed;
   const std::size_t n = shape.k_len, k_blocks = out.k_blocks;
   // Per key block of the current query block: rows keeping all of it, rows
   // keeping any of it; as difference arrays for the interval rows.
   std::vector<std::int64_t> full(k_blocks + 1), any(k_blocks + 1);
   std::vector<std::uint8_t> bytes(per_element ? n : 0);
+  std::vector<std::uint8_t> listed_bytes(listed ? n : 0);
   for (std::size_t qb = 0; qb < out.q_blocks; ++qb) {
     std::fill(full.begin(), full.end(), 0);
     std::fill(any.begin(), any.end(), 0);
@@ -132,6 +159,19 @@ void classify_blocks(const MaskSpec& mask, const Shape4& shape,
           bytes[k] &= static_cast<std::uint8_t>(
               row[k] != -std::numeric_limits<float>::infinity());
         }
+      }
+      if (listed) {
+        const Shape4& ls = mask.key_indices_shape;
+        const std::int32_t* slots =
+            mask.key_indices + detail::KeyListRowOffset(ls, i);
+        std::fill(listed_bytes.begin(), listed_bytes.end(), 0);
+        for (std::size_t s = 0; s < ls.k_len; ++s) {
+          if (slots[s] >= 0) {
+            const auto k = static_cast<std::size_t>(slots[s]);
+            listed_bytes[k] = bytes[k];
+          }
+        }
+        bytes.swap(listed_bytes);
       }
       for (std::size_t kb = 0; kb < k_blocks; ++kb) {
         const std::size_t begin = kb * tk, end = std::min(n, begin + tk);

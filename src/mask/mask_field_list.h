@@ -28,7 +28,13 @@
  *              its own)
  *   kPosition  moves logical positions, masks nothing by itself
  *   kExtent    a rule's size_t extent, 0 = absent, at most INT64_MAX
- *   kRule      a rule's array, nullptr = absent */
+ *   kRule      a rule's array, nullptr = absent
+ *   kList      a mask part that restricts a row to listed keys (a key
+ *              list): a rule (AnyRuleSet counts it), checked by hand in
+ *              CheckMask (extents) and per call's rows (slots)
+ *   kNotYetBuilt declared in the API but without kernels in this build:
+ *              CheckMask rejects it when set (generated); a mask part moves
+ *              to its real role with its kernels */
 #ifndef RLX_SRC_MASK_MASK_FIELD_LIST_H_
 #define RLX_SRC_MASK_MASK_FIELD_LIST_H_
 
@@ -51,7 +57,13 @@
   X(k_segment, kRule) SEP()         \
   X(q_position, kRule) SEP()        \
   X(k_position, kRule) SEP()        \
-  X(dense, kDenseKind)
+  X(dense, kDenseKind) SEP()                \
+  X(window_keys_after, kExtent) SEP()       \
+  X(q_group, kRule) SEP()                   \
+  X(k_group, kRule) SEP()                   \
+  X(key_indices, kList) SEP()               \
+  X(key_indices_shape, kList) SEP()         \
+  X(block_list, kNotYetBuilt)
 /* clang-format on */
 
 #define RLX_MASK_FIELD_NOTHING()
@@ -76,7 +88,7 @@ inline constexpr MaskField kAllMaskFields[] = {
 };
 
 // Whether a field is a rule or moves positions (roles kPosition, kExtent,
-// kRule): what the tests and the fuzzer draw as rules.
+// kRule, kList): what the tests and the fuzzer draw as rules.
 constexpr bool IsRuleField(MaskField f) {
 #define RLX_FIELD_IS_RULE_kKind false
 #define RLX_FIELD_IS_RULE_kKindArg false
@@ -85,6 +97,8 @@ constexpr bool IsRuleField(MaskField f) {
 #define RLX_FIELD_IS_RULE_kPosition true
 #define RLX_FIELD_IS_RULE_kExtent true
 #define RLX_FIELD_IS_RULE_kRule true
+#define RLX_FIELD_IS_RULE_kNotYetBuilt false
+#define RLX_FIELD_IS_RULE_kList true
 #define RLX_FIELD_CASE(field, role) \
   case MaskField::field:            \
     return RLX_FIELD_IS_RULE_##role;
@@ -97,6 +111,8 @@ constexpr bool IsRuleField(MaskField f) {
 #undef RLX_FIELD_IS_RULE_kPosition
 #undef RLX_FIELD_IS_RULE_kExtent
 #undef RLX_FIELD_IS_RULE_kRule
+#undef RLX_FIELD_IS_RULE_kNotYetBuilt
+#undef RLX_FIELD_IS_RULE_kList
   return false;
 }
 
@@ -119,8 +135,12 @@ template <class T>
 constexpr bool Absent(const T* p) {
   return p == nullptr;
 }
+// A key list's extents say nothing without its indices; a block list is
+// absent while it has no num_blocks.
+constexpr bool Absent(const Shape4&) { return true; }
+constexpr bool Absent(const BlockList& b) { return b.num_blocks == nullptr; }
 
-// Whether any kExtent or kRule field of `m` is set.
+// Whether any kExtent, kRule or kList field of `m` is set.
 inline bool AnyRuleSet(const MaskSpec& m) {
   bool any = false;
 #define RLX_FIELD_RULE_kKind(field)
@@ -130,6 +150,8 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #define RLX_FIELD_RULE_kPosition(field)
 #define RLX_FIELD_RULE_kExtent(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE_kRule(field) any = any || !Absent(m.field);
+#define RLX_FIELD_RULE_kNotYetBuilt(field) any = any || !Absent(m.field);
+#define RLX_FIELD_RULE_kList(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE(field, role) RLX_FIELD_RULE_##role(field)
   RLX_MASK_FIELD_LIST(RLX_FIELD_RULE, RLX_MASK_FIELD_NOTHING)
 #undef RLX_FIELD_RULE
@@ -140,6 +162,8 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #undef RLX_FIELD_RULE_kPosition
 #undef RLX_FIELD_RULE_kExtent
 #undef RLX_FIELD_RULE_kRule
+#undef RLX_FIELD_RULE_kNotYetBuilt
+#undef RLX_FIELD_RULE_kList
   return any;
 }
 

@@ -7,9 +7,11 @@
 // This is the seam every rule plugs into. RulesOf normalises a MaskSpec
 // (kind and rule fields) once per call; KeptKeysOf turns a row's rules into
 // at most three key intervals (sink, base, Decode token), exact when every
-// key has its implicit position; RowKeepBytes decides the per-element rules
-// (explicit key positions, segments, dense keep masks) inside them. Kernels
-// work on the intervals alone and read the bytes only where Rules says so.
+// key has its implicit position and the row is in no group (a group row's
+// intervals cover its group's keys too); RowKeepBytes decides the per-element
+// rules (explicit key positions, groups, segments, dense keep masks) inside
+// them. Kernels work on the intervals alone and read the bytes only where Rules
+// says so.
 #ifndef RLX_SRC_MASK_MASK_ROWS_H_
 #define RLX_SRC_MASK_MASK_ROWS_H_
 
@@ -27,20 +29,27 @@ namespace rlx::detail {
 // A mask's rules, normalised once per call. Windows, chunks and sinks fit in
 // int64 (score_kernels.cc rejects larger ones).
 struct Rules {
-  bool causal = false;      // Causal, SlidingWindow, Decode
-  bool decode = false;      // the Decode slot layout
-  std::int64_t window = 0;  // W counting the query; 0 = none
-  std::int64_t chunk = 0;   // C; 0 = none
-  std::int64_t sink = 0;    // S; 0 = none
+  bool causal = false;            // Causal, SlidingWindow, Decode
+  bool decode = false;            // the Decode slot layout
+  std::int64_t window = 0;        // W counting the query; 0 = none
+  std::int64_t window_after = 0;  // A: keep p_k - p_q < A; 0 = none
+  std::int64_t chunk = 0;         // C; 0 = none
+  std::int64_t sink = 0;          // S; 0 = none
   DenseKind dense = DenseKind::kNone;
   bool explicit_keys = false;  // k_position given: intervals say nothing
   bool segments = false;
+  // Groups (q_group, k_group): a row with a nonzero group also keeps its
+  // group's keys, outside its position intervals (GroupOf).
+  bool groups = false;
   // Whether some rule is decided per element (RowKeepBytes), not by the
   // intervals alone. A bias is added per element but keeps every key.
   bool per_element = false;
   // No rule but a dense f32, u8 or bias part: the whole row, read per
   // element by the dense sources directly (bit masks go through the bytes).
   bool dense_only = false;
+  // A key list (key_indices): each row keeps its listed keys alone
+  // (src/mask/key_list.h), ANDed with the other rules.
+  bool key_list = false;
 };
 
 inline Rules RulesOf(const MaskSpec& mask) {
@@ -63,8 +72,11 @@ inline Rules RulesOf(const MaskSpec& mask) {
   r.sink = static_cast<std::int64_t>(mask.sink_keys);
   r.dense = mask.dense_part();
   r.explicit_keys = mask.k_position != nullptr;
+  r.window_after = static_cast<std::int64_t>(mask.window_keys_after);
   r.segments = mask.q_segment != nullptr;
-  r.per_element = r.explicit_keys || r.segments ||
+  r.groups = mask.q_group != nullptr;
+  r.key_list = mask.key_indices != nullptr;
+  r.per_element = r.explicit_keys || r.segments || r.groups ||
                   (r.dense != DenseKind::kNone && r.dense != DenseKind::kBias);
   // No rule field of the list (src/mask/mask_field_list.h) set: a new rule
   // makes a mask leave the dense-only path without a change here.
@@ -208,9 +220,9 @@ inline std::int64_t KeyPosition(const MaskSpec& mask, std::size_t b,
 
 // The position rules of one query row as ranges of key positions: a key at
 // position p_k >= 0 is kept by them iff it lies in [base_begin, base_end)
-// (base = (causal OR prefix) AND window AND chunk, each a range of p_k once
-// p_q is fixed) or in [0, sink_end) (the sinks). 128-bit: no bound wraps;
-// an empty range has begin >= end.
+// (base = (causal OR prefix) AND window AND window_after AND chunk, each a
+// range of p_k once p_q is fixed) or in [0, sink_end) (the sinks). 128-bit: no
+// bound wraps; an empty range has begin >= end.
 struct PositionRanges {
   __int128 base_begin = 0, base_end = 0, sink_end = 0;
 };
@@ -231,6 +243,9 @@ inline PositionRanges RowPositionRanges(const MaskSpec& mask, const Rules& r,
     begin =
         std::max<__int128>(begin, static_cast<__int128>(p_q) - r.window + 1);
   }
+  if (r.window_after != 0) {
+    end = std::min<__int128>(end, static_cast<__int128>(p_q) + r.window_after);
+  }
   if (r.chunk != 0) {
     const __int128 first =
         static_cast<__int128>(FloorDiv(p_q, r.chunk)) * r.chunk;
@@ -246,22 +261,35 @@ inline PositionRanges RowPositionRanges(const MaskSpec& mask, const Rules& r,
   return ranges;
 }
 
-// The keys row (b, q) may attend to, as intervals: exact for implicit key
-// positions (the per-element rules then narrow them), the whole row for
-// explicit ones.
-inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
-                           std::size_t q, std::size_t q_len,
-                           std::size_t k_len) {
+// Appends [begin, end) to `kept`, whose intervals end at or before `begin`
+// or touch it: overlapping or adjacent intervals become one.
+inline void AddKeyInterval(KeptKeys* kept, std::size_t begin, std::size_t end) {
+  if (begin >= end) return;
+  if (kept->count > 0 && kept->intervals[kept->count - 1].end >= begin) {
+    kept->intervals[kept->count - 1].end =
+        std::max(kept->intervals[kept->count - 1].end, end);
+  } else {
+    kept->intervals[kept->count++] = {begin, end};
+  }
+}
+
+// The group of row (b, q): 0 when the mask has no groups or the row is in
+// none. A row with a nonzero group (a group row) also keeps the keys of its
+// group, wherever the position rules put them.
+inline std::int32_t GroupOf(const MaskSpec& mask, const Rules& r, std::size_t b,
+                            std::size_t q, std::size_t q_len) {
+  return r.groups ? mask.q_group[b * q_len + q] : 0;
+}
+
+// The keys the position rules (causal, prefix, windows, chunk, sinks) leave
+// row (b, q), as intervals: exact for implicit key positions, the whole row
+// for explicit ones. Groups are not in them (KeptKeysOf adds them).
+inline KeptKeys PositionKeptKeys(const MaskSpec& mask, const Rules& r,
+                                 std::size_t b, std::size_t q,
+                                 std::size_t q_len, std::size_t k_len) {
   KeptKeys kept;
   const auto add = [&](std::size_t begin, std::size_t end) {
-    if (begin >= end) return;
-    if (kept.count > 0 && kept.intervals[kept.count - 1].end >= begin) {
-      // Overlapping or adjacent: one interval.
-      kept.intervals[kept.count - 1].end =
-          std::max(kept.intervals[kept.count - 1].end, end);
-    } else {
-      kept.intervals[kept.count++] = {begin, end};
-    }
+    AddKeyInterval(&kept, begin, end);
   };
   if (r.explicit_keys) {
     add(0, k_len);
@@ -284,6 +312,45 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
       add(mask.upper, mask.upper + 1);
     }
   }
+  return kept;
+}
+
+// The keys row (b, q) may attend to, as intervals: exact for implicit key
+// positions without groups (the per-element rules then narrow them), the
+// whole row for explicit ones. A group row's intervals also cover its
+// group's keys: those at positions [0, past) (Decode) or of the whole row
+// join the position intervals there in one hull (the keys between them are
+// decided by RowKeepBytes), and Decode's token slot stays an interval of its
+// own, so that a kept interval's keys keep one position shift (ALiBi).
+inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
+                           std::size_t q, std::size_t q_len,
+                           std::size_t k_len) {
+  const KeptKeys exact = PositionKeptKeys(mask, r, b, q, q_len, k_len);
+  const std::int32_t g = GroupOf(mask, r, b, q, q_len);
+  if (g == 0 || r.explicit_keys) return exact;
+  const std::int32_t* k_group = mask.k_group + b * k_len;
+  // Slots [0, slots) hold positions 0, 1, ...; Decode's token sits after
+  // them at upper (valid), the slots between are empty.
+  const std::size_t slots = r.decode ? mask.past : k_len;
+  std::size_t lo = 0, hi = slots;
+  while (lo < hi && k_group[lo] != g) ++lo;
+  while (hi > lo && k_group[hi - 1] != g) --hi;
+  if (lo == hi) lo = slots, hi = 0;  // no group key: an empty hull
+  bool token = r.decode && k_group[mask.upper] == g;
+  for (std::size_t j = 0; j < exact.count; ++j) {
+    const KeyInterval& iv = exact.intervals[j];
+    if (iv.begin < slots) {
+      // Ends past `slots` only when Decode's token is adjacent to the past
+      // keys (upper == past): one interval of the same shift.
+      lo = std::min(lo, iv.begin);
+      hi = std::max(hi, iv.end);
+    } else {
+      token = true;  // Decode's token slot
+    }
+  }
+  KeptKeys kept;
+  AddKeyInterval(&kept, lo, hi);
+  if (token) AddKeyInterval(&kept, mask.upper, mask.upper + 1);
   return kept;
 }
 
@@ -425,10 +492,12 @@ inline void PositionKeepBytes(const std::int64_t* positions, std::size_t n,
   }
 }
 
-// Per-element rules of row (b, h, q) inside its intervals `kept`: the byte
-// of key k, bytes[k - origin] (for k in the intervals, all >= origin),
-// becomes 1 where the key is kept by the position rules (explicit key
-// positions), its segment and the dense keep part, 0 elsewhere. Bytes
+// Per-element rules of row (b, h, q) inside its intervals `kept` (KeptKeysOf's
+// or a part of them): the byte of key k, bytes[k - origin] (for k in the
+// intervals, all >= origin), becomes 1 where the key is kept by the position
+// rules (explicit key positions; a group row's exact position intervals) or
+// its group (a valid key of the row's nonzero group), and by its segment and
+// the dense keep part, 0 elsewhere. Bytes
 // outside the intervals are not written. One simple loop per rule, which
 // the compiler vectorises at the baseline ISA this header is compiled for,
 // except the int64 compares of explicit positions: those go through
@@ -469,14 +538,49 @@ inline bool RowKeepBytes(const MaskSpec& mask, const Rules& r,
       r.segments ? mask.q_segment[i.b * q_len + i.q] : 0;
   const std::int32_t* k_segment =
       r.segments ? mask.k_segment + i.b * k_len : nullptr;
+  const std::int32_t group = GroupOf(mask, r, i.b, i.q, q_len);
+  // A group row over implicit positions: `kept` covers more than the
+  // position rules keep; their exact intervals say which.
+  const KeptKeys exact = group != 0 && positions == nullptr
+                             ? PositionKeptKeys(mask, r, i.b, i.q, q_len, k_len)
+                             : KeptKeys{};
   for (std::size_t j = 0; j < kept.count; ++j) {
     const std::size_t begin = kept.intervals[j].begin;
     const std::size_t end = kept.intervals[j].end;
     if (positions != nullptr) {
       position_keep(positions + begin, end - begin, base_begin, base_last,
                     sink_last, bytes + (begin - origin));
-    } else {
+    } else if (group == 0) {
       std::memset(bytes + (begin - origin), 1, end - begin);
+    } else {
+      std::memset(bytes + (begin - origin), 0, end - begin);
+      for (std::size_t e = 0; e < exact.count; ++e) {
+        const std::size_t a = std::max(begin, exact.intervals[e].begin);
+        const std::size_t z = std::min(end, exact.intervals[e].end);
+        if (a < z) std::memset(bytes + (a - origin), 1, z - a);
+      }
+    }
+    if (group != 0) {
+      // OR the row's group, over valid keys only (an empty slot is never
+      // kept): explicit positions >= 0; Decode's slots below past and its
+      // token; every other implicit slot.
+      const std::int32_t* k_group = mask.k_group + i.b * k_len;
+      if (positions != nullptr) {
+        for (std::size_t k = begin; k < end; ++k) {
+          bytes[k - origin] |= static_cast<std::uint8_t>((k_group[k] == group) &
+                                                         (positions[k] >= 0));
+        }
+      } else if (r.decode) {
+        for (std::size_t k = begin; k < end; ++k) {
+          const bool valid = k < mask.past || k == mask.upper;
+          bytes[k - origin] |=
+              static_cast<std::uint8_t>((k_group[k] == group) & valid);
+        }
+      } else {
+        for (std::size_t k = begin; k < end; ++k) {
+          bytes[k - origin] |= static_cast<std::uint8_t>(k_group[k] == group);
+        }
+      }
     }
     if (k_segment != nullptr) {
       for (std::size_t k = begin; k < end; ++k) {

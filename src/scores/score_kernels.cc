@@ -15,6 +15,7 @@
 #define HWY_TARGET_INCLUDE "src/scores/score_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "src/scores/apply_key_list-inl.h"
 #include "src/scores/apply_mask-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -40,9 +41,11 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/mask/key_list.h"
 #include "src/mask/mask_field_list.h"
 #include "src/mask/mask_kind_list.h"
 #include "src/mask/mask_rows.h"
+#include "src/softmax/key_list_softmax.h"
 #include "src/softmax/softmax_rows.h"
 #include "src/softmax/thread_exp_buffer.h"
 #include "src/util/checked_size.h"
@@ -50,6 +53,7 @@ HWY_AFTER_NAMESPACE();
 namespace rlx {
 
 HWY_EXPORT(ApplyMask);
+HWY_EXPORT(ApplyKeyList);
 
 namespace {
 
@@ -179,6 +183,57 @@ void CheckRuleExtent(const char* who, const char* name, std::size_t value) {
   }
 }
 
+// A key list's extents (docs/SEMANTICS.md, "Key lists"): batch, heads and
+// q_len each 1 (broadcast) or the scores', any n (0: no key is listed);
+// the slots themselves are checked per call's rows (CheckKeyListSlots).
+void CheckKeyList(const char* who, const MaskSpec& mask, const Shape4& scores) {
+  if (mask.key_indices == nullptr) return;
+  const Shape4& ls = mask.key_indices_shape;
+  const auto fits = [](std::size_t list_extent, std::size_t extent) {
+    return list_extent == extent || list_extent == 1;
+  };
+  if (!fits(ls.batch, scores.batch) || !fits(ls.heads, scores.heads) ||
+      !fits(ls.q_len, scores.q_len)) {
+    Fail(who, "key_indices shape " + ShapeString(ls) +
+                  " does not broadcast to scores " + ShapeString(scores) +
+                  " (batch, heads and q_len must each match or be 1; the "
+                  "last extent is the slots per row)");
+  }
+  if (!detail::CheckedProduct({ls.batch, ls.heads, ls.q_len, ls.k_len}) ||
+      !detail::CheckedProduct(
+          {ls.batch, ls.heads, ls.q_len, ls.k_len, sizeof(std::int32_t)})) {
+    Fail(who, "key_indices shape " + ShapeString(ls) + " has more than " +
+                  MaxSizeString() + " bytes");
+  }
+}
+
+// Every slot of the key-list rows that scores rows `rows` read: -1 or a key
+// below k_len. Rows that read the same list row as the previous one (a
+// list broadcast over heads) are checked once.
+void CheckKeyListSlots(const char* who, const MaskSpec& mask,
+                       const Shape4& scores, RowRange rows) {
+  if (mask.key_indices == nullptr || rows.begin == rows.end) return;
+  const Shape4& ls = mask.key_indices_shape;
+  detail::RowIndex i = detail::RowIndexOf(scores, rows.begin);
+  std::size_t previous = SIZE_MAX;
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = detail::NextRowIndex(scores, i)) {
+    const std::size_t at = detail::KeyListRowOffset(ls, i);
+    if (at == previous) continue;
+    previous = at;
+    const std::int32_t* slots = mask.key_indices + at;
+    const std::size_t bad =
+        detail::FirstBadKeySlot(slots, ls.k_len, scores.k_len);
+    if (bad == ls.k_len) continue;
+    Fail(who, "key_indices of row (batch " + std::to_string(i.b) + ", head " +
+                  std::to_string(i.h) + ", query " + std::to_string(i.q) +
+                  "), slot " + std::to_string(bad) + ", is " +
+                  std::to_string(slots[bad]) +
+                  ": must be -1 (unused) or a key in [0, k_len = " +
+                  std::to_string(scores.k_len) + ")");
+  }
+}
+
 // From the kind list (src/mask/mask_kind_list.h): its rows are 0, 1, ...
 bool IsMaskKind(MaskKind kind) {
   return static_cast<std::size_t>(kind) < kinds::kMaskKindCount;
@@ -216,7 +271,13 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
       }
       break;
   }
-    // Every kExtent field of the list (src/mask/mask_field_list.h).
+  // Before the fields' own checks, so that the message names both parts.
+  if (mask.key_indices != nullptr && !fields::Absent(mask.block_list)) {
+    Fail(who,
+         "a mask with both a key list (key_indices) and a block list "
+         "(block_list) is not supported: use one of them");
+  }
+  // Every kExtent field of the list (src/mask/mask_field_list.h).
 #define RLX_CHECK_kKind(field)
 #define RLX_CHECK_kKindArg(field)
 #define RLX_CHECK_kDense(field)
@@ -224,6 +285,13 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #define RLX_CHECK_kPosition(field)
 #define RLX_CHECK_kRule(field)
 #define RLX_CHECK_kExtent(field) CheckRuleExtent(who, #field, mask.field);
+#define RLX_CHECK_kList(field)  // CheckKeyList, below
+#define RLX_CHECK_kNotYetBuilt(field)                                 \
+  if (!fields::Absent(mask.field)) {                                  \
+    Fail(who, "mask field " #field                                    \
+              " is not supported by this build of the library (set: " \
+              "rejected rather than ignored)");                       \
+  }
 #define RLX_CHECK(field, role) RLX_CHECK_##role(field)
   RLX_MASK_FIELD_LIST(RLX_CHECK, RLX_MASK_FIELD_NOTHING)
 #undef RLX_CHECK
@@ -234,9 +302,17 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #undef RLX_CHECK_kPosition
 #undef RLX_CHECK_kRule
 #undef RLX_CHECK_kExtent
+#undef RLX_CHECK_kNotYetBuilt
+#undef RLX_CHECK_kList
+  CheckKeyList(who, mask, scores);
   if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
     Fail(who, std::string("segments need both sides, but ") +
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
+                  " is null");
+  }
+  if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
+    Fail(who, std::string("groups need both sides, but ") +
+                  (mask.q_group == nullptr ? "q_group" : "k_group") +
                   " is null");
   }
   const DenseKind dense = mask.dense_part();
@@ -293,16 +369,29 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
                    std::to_string(k_len) + " describe a tensor of more than " +
                    MaxSizeString() + " elements");
   }
-  // Only the row's own batch is known: a dense mask must hold that batch
-  // (or broadcast over batches); any head count is fine.
   const bool dense = mask.dense_part() != DenseKind::kNone;
-  const std::size_t batches = dense && mask.shape.batch > batch_index
-                                  ? mask.shape.batch
-                                  : batch_index + 1;
-  const std::size_t heads = dense ? mask.shape.heads : 1;
-  CheckMask(kWho, mask, Shape4{batches, heads, q_len, k_len});
-  return detail::KeptKeysOf(mask, detail::RulesOf(mask), batch_index, q, q_len,
-                            k_len);
+  const bool listed = mask.key_indices != nullptr;
+  const Shape4& ls = mask.key_indices_shape;
+  // Only the row's own batch is known: a dense part and a key list must
+  // hold that batch (or broadcast over batches); any head count is fine.
+  std::size_t batches = batch_index + 1;
+  if (dense && mask.shape.batch > batch_index) batches = mask.shape.batch;
+  if (listed && ls.batch > batch_index && ls.batch != 1) batches = ls.batch;
+  std::size_t heads = dense ? mask.shape.heads : 1;
+  if (listed && ls.heads != 1 && heads == 1) heads = ls.heads;
+  const Shape4 shape{batches, heads, q_len, k_len};
+  CheckMask(kWho, mask, shape);
+  const KeptKeys cover = detail::KeptKeysOf(mask, detail::RulesOf(mask),
+                                            batch_index, q, q_len, k_len);
+  if (!listed) return cover;
+  // The slots of every head's list of the row (a list broadcast over
+  // queries: its one row).
+  const std::size_t first = (batch_index * heads) * q_len + q;
+  for (std::size_t h = 0; h < heads; ++h) {
+    CheckKeyListSlots(kWho, mask, shape,
+                      {first + h * q_len, first + h * q_len + 1});
+  }
+  return detail::KeyListKeptKeys(mask, cover, batch_index, q);
 }
 
 void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
@@ -311,7 +400,15 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   CheckScores(kWho, "scores", scores);
   CheckMask(kWho, mask, scores.shape);
   CheckRows(kWho, scores.shape, rows);
+  CheckKeyListSlots(kWho, mask, scores.shape, rows);
   if (rows.begin == rows.end) return;
+  if (mask.key_indices != nullptr) {
+    // Had before any row is written: a failed allocation writes nothing.
+    const detail::KeyListScratch scratch = detail::ThreadKeyListScratch(
+        mask.key_indices_shape.k_len, scores.shape.k_len);
+    return RLX_DYNAMIC_DISPATCH(ApplyKeyList)(scores, mask, rows, fill,
+                                              scratch);
+  }
   RLX_DYNAMIC_DISPATCH(ApplyMask)(scores, mask, rows, fill);
 }
 
@@ -349,6 +446,7 @@ void detail::CheckSoftmaxCall(const char* who, const ScoreView& in,
   }
   CheckMask(who, mask, in.shape);
   CheckRows(who, in.shape, rows);
+  CheckKeyListSlots(who, mask, in.shape, rows);
   CheckPerHead(who, "sink_logits", options.sink_logits, in.shape.heads,
                /*allow_neg_inf=*/true);
   CheckPerHead(who, "alibi_slopes", options.alibi_slopes, in.shape.heads,

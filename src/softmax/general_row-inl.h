@@ -496,7 +496,8 @@ inline void SoftmaxRow(detail::RowPath path, const RowSegments& row,
     case RowPath::kPlainAlibiBatch:
     case RowPath::kDecodeRun:
     case RowPath::kPlainHandOff:
-      HWY_DASSERT(false);  // the plain loop's, never a general row's
+    case RowPath::kKeyList:  // the key-list kernel's, a whole call
+      HWY_DASSERT(false);    // never a general row's path
       return;
   }
   SoftmaxSegments(df, row, BiasSource{RowBias(code)}, options, code.sink,

@@ -103,6 +103,7 @@ class PlainLoop {
       case detail::RowPath::kVectorMap:
       case detail::RowPath::kAlibiImplicit:
       case detail::RowPath::kAlibiExplicit:
+      case detail::RowPath::kKeyList:
         // Not a plain call: the caller sends it to its loop.
         return general_(in_, options_, rows_);
     }

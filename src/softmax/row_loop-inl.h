@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // masked_softmax over a range of rows of any row type: the entry of the
 // softmax row loops. ChooseRowPath (src/softmax/row_path.h) decides, from
-// the call's facts, which loop takes the call: the plain loop
+// the call's facts, which loop takes the call: the key-list kernel
+// (src/softmax/key_list_softmax.h), the plain loop
 // (src/softmax/plain_loop-inl.h, which hands the rows that do not fit a
 // batch to the general loop), the loop of f32 rows of a dense mask alone,
 // or the general loop (src/softmax/general_loop-inl.h), whose rows each
@@ -19,6 +20,7 @@
 #include "rlx/score_kernels.h"
 #include "src/mask/mask_rows.h"
 #include "src/softmax/general_loop-inl.h"
+#include "src/softmax/key_list_softmax.h"
 #include "src/softmax/plain_loop-inl.h"
 #include "src/softmax/row_path.h"
 #include "src/softmax/softmax_rows.h"
@@ -54,7 +56,13 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       if constexpr (kType == ScoreType::kF32) {
         return DenseF32RowsOf(in, out, mask, rules, options, rows);
       }
-      break;                              // unreachable: only f32 calls take it
+      break;  // unreachable: only f32 calls take it
+    case detail::RowPath::kKeyList:
+      // Every row reads and writes its listed keys alone
+      // (src/softmax/key_list_softmax-inl.h, its own unit and dispatch).
+      // The split softmax rejects key lists: no part here.
+      HWY_DASSERT(part == nullptr);
+      return detail::KeyListSoftmaxRows(in, out, mask, options, rows);
     case detail::RowPath::kPlainHandOff:  // a row's, after its pass 1
     case detail::RowPath::kDenseKeep:
     case detail::RowPath::kIntervals:

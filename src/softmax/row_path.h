@@ -24,6 +24,7 @@
 //                   softmax_vector_map
 // kAlibiImplicit    general_loop, general_row_units    general_row_alibi
 // kAlibiExplicit    general_loop, general_row_units    general_row_alibi_explicit
+// kKeyList          key_list_softmax                   key_list_softmax
 // clang-format on
 //
 // docs/KERNELS.md ("Which code runs for a row") has the same table with what
@@ -63,7 +64,10 @@ namespace rlx::detail {
   X(kKeepByteTiles, "rows of per-element rules: keep bytes tile by tile")   \
   X(kVectorMap, "keep-byte rows whose vectors are classed by a vector map") \
   X(kAlibiImplicit, "general rows with ALiBi over implicit key positions")  \
-  X(kAlibiExplicit, "rows with ALiBi over explicit key positions")
+  X(kAlibiExplicit, "rows with ALiBi over explicit key positions")          \
+  X(kKeyList,                                                               \
+    "rows of a key list: the listed keys alone, gathered, whatever the "    \
+    "other rules")
 
 enum class RowPath : std::uint8_t {
 #define RLX_ROW_PATH_ENUMERATOR(name, what) name,
@@ -91,6 +95,9 @@ struct CallFacts {
   bool per_element = false;  // Rules::per_element
   bool explicit_keys = false;
   bool dense_only = false;  // Rules::dense_only
+  // Rules::key_list: the whole call runs on the key-list kernel. The split
+  // softmax rejects key lists before it gets here.
+  bool key_list = false;
 };
 
 inline CallFacts CallFactsOf(const Rules& rules, const SoftmaxOptions& options,
@@ -106,6 +113,7 @@ inline CallFacts CallFactsOf(const Rules& rules, const SoftmaxOptions& options,
   c.per_element = rules.per_element;
   c.explicit_keys = rules.explicit_keys;
   c.dense_only = rules.dense_only;
+  c.key_list = rules.key_list;
   return c;
 }
 
@@ -162,6 +170,8 @@ constexpr bool CallMayBePlain(const CallFacts& c) {
 
 // The decision (docs/KERNELS.md, "Which code runs for a row").
 constexpr RowPath ChooseRowPath(const CallFacts& c, const RowFacts& r) {
+  // A call-level path: every row of the call, whatever its row facts.
+  if (c.key_list) return RowPath::kKeyList;
   if (ReadsDenseRows(c)) {
     if (c.f32 && !c.split_part) return RowPath::kDenseOnlyF32;
     return c.dense == DenseKind::kBias ? RowPath::kBias : RowPath::kDenseKeep;
@@ -195,7 +205,8 @@ constexpr bool IsPlainPath(RowPath path) {
 
 // Test hook: per-path row counts of the calling thread, while counting is
 // on. The loops count once per batch of rows (plain batches, a dense call)
-// or per row (the general loop, whose rows each take their own decision):
+// or per row (the general loop, whose rows each take their own decision;
+// the key-list kernel counts once per call, its whole row range):
 // one relaxed load and a predicted branch while counting is off.
 extern std::atomic<bool> g_count_row_paths;
 void AddRowPathCount(RowPath path, std::size_t rows);

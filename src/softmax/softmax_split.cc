@@ -37,6 +37,16 @@ constexpr const char* kFinishWho = "finish_softmax_part";
   throw std::invalid_argument(std::string(who) + ": " + what);
 }
 
+// Split rows do not take key lists yet (docs/SEMANTICS.md, "Key lists"):
+// a listed row is short, and its parts' statistics would need the list.
+void RejectKeyList(const char* who, const MaskSpec& mask) {
+  if (mask.key_indices != nullptr) {
+    Fail(who,
+         "a mask with a key list (key_indices) cannot be split: run "
+         "masked_softmax over its rows");
+  }
+}
+
 std::string RangeString(std::size_t begin, std::size_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + ")";
 }
@@ -149,6 +159,7 @@ void masked_softmax_part(const ScoreView& scores, const MaskSpec& mask,
   detail::CheckSoftmaxCall(kPartWho, scores, /*out=*/nullptr, mask, options,
                            rows);
   if (stats == nullptr) Fail(kPartWho, "stats is null");
+  RejectKeyList(kPartWho, mask);
   CheckKeys(kPartWho, keys, scores.shape.k_len);
   if (rows.begin == rows.end) return;
   detail::ReserveExpBuffer(scores);
@@ -171,6 +182,7 @@ void finish_softmax_part(const ScoreView& scores, const MaskSpec& mask,
   detail::CheckSoftmaxCall(kFinishWho, scores, /*out=*/nullptr, mask, options,
                            rows);
   CheckKeys(kFinishWho, keys, scores.shape.k_len);
+  RejectKeyList(kFinishWho, mask);
   if (parts.empty()) Fail(kFinishWho, "no parts");
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (parts[i] == nullptr) {

@@ -11,6 +11,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -396,8 +397,89 @@ static void TestClassifyBlocks(void) {
   CHECK(BitsEqual(full_idx, before + 24, sizeof(full_idx)));
 }
 
+/* ---- Groups and two-sided windows (window_keys_after, q_group, k_group).
+ * Gemma 3's sliding layer with an image: causal, window_keys 3, image
+ * tokens 1..5 form group 1 (longer than the window): written from Hugging
+ * Face's or_masks(sliding causal, same image). EmbeddingGemma's two-sided
+ * window |i - j| <= 2 as none + window_keys 3 + window_keys_after 3. A
+ * caller built against 0.1.0's header (struct_size without the appended
+ * fields) whatever bytes follow its struct. Bad groups and extents. */
+static void TestGroupsAndTwoSidedWindows(void) {
+  int want[8 * 80];
+  size_t q, k;
+  rlx_mask_spec m;
+  rlx_kept_intervals kept;
+  const int32_t image[8] = {0, 1, 1, 1, 1, 1, 0, 0};
+  float s[8 * 8];
+  rlx_score_view v = F32View(s, 1, 1, 8, 8);
+
+  m = Mask(RLX_MASK_CAUSAL);
+  m.window_keys = 3;
+  m.q_group = image;
+  m.k_group = image;
+  for (q = 0; q < 8; ++q)
+    for (k = 0; k < 8; ++k)
+      want[q * 8 + k] =
+          (k <= q && q - k < 3) || (image[q] != 0 && image[q] == image[k]);
+  CHECK(KeptSetIs(&m, 8, 8, want));
+  /* Row 1 (image) covers keys 0..5: its window [0, 2) and its image. */
+  CHECK(rlx_kept_keys(&m, 0, 1, 8, 8, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 0, 6, 0, 0));
+  /* Row 7 (text) keeps its exact window. */
+  CHECK(rlx_kept_keys(&m, 0, 7, 8, 8, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 5, 8, 0, 0));
+  /* masked_softmax: image row 1 spreads over keys 0..5 evenly. */
+  for (q = 0; q < 64; ++q) s[q] = 0.0f;
+  CHECK(rlx_masked_softmax(&v, &m, NULL, NULL) == RLX_OK);
+  for (k = 0; k < 8; ++k) {
+    CHECK(fabsf(s[8 + k] - (k < 6 ? 1.0f / 6 : 0.0f)) < 1e-6f);
+  }
+
+  m = Mask(RLX_MASK_NONE);
+  m.window_keys = 3;
+  m.window_keys_after = 3;
+  for (q = 0; q < 7; ++q)
+    for (k = 0; k < 7; ++k) want[q * 7 + k] = (q > k ? q - k : k - q) <= 2;
+  CHECK(KeptSetIs(&m, 7, 7, want));
+  CHECK(rlx_kept_keys(&m, 0, 3, 7, 7, &kept) == RLX_OK);
+  CHECK(KeptIs(&kept, 1, 1, 6, 0, 0));
+
+  /* 0.1.0's struct ends before window_keys_after: what follows it is not
+   * read (garbage here), the mask is plain causal. */
+  m = Mask(RLX_MASK_CAUSAL);
+  m.struct_size = offsetof(rlx_mask_spec, window_keys_after);
+  m.window_keys_after = 1;
+  m.q_group = image;
+  m.k_group = NULL; /* would be an error if read */
+  for (q = 0; q < 8; ++q)
+    for (k = 0; k < 8; ++k) want[q * 8 + k] = k <= q;
+  CHECK(KeptSetIs(&m, 8, 8, want));
+
+  /* Bad input: named, nothing written. */
+  for (q = 0; q < 64; ++q) s[q] = 2.5f;
+  m = Mask(RLX_MASK_CAUSAL);
+  m.q_group = image;
+  EXPECT_ERROR(rlx_apply_mask(&v, &m, NULL, -7.0f), RLX_INVALID_ARGUMENT,
+               "rlx_apply_mask");
+  CHECK(strstr(rlx_last_error(), "k_group is null") != NULL);
+  m.q_group = NULL;
+  m.k_group = image;
+  EXPECT_ERROR(rlx_masked_softmax(&v, &m, NULL, NULL), RLX_INVALID_ARGUMENT,
+               "rlx_masked_softmax");
+  CHECK(strstr(rlx_last_error(), "q_group is null") != NULL);
+  m = Mask(RLX_MASK_NONE);
+  m.window_keys_after = (size_t)INT64_MAX + 1;
+  EXPECT_ERROR(rlx_kept_keys(&m, 0, 0, 8, 8, &kept), RLX_INVALID_ARGUMENT,
+               "rlx_kept_keys");
+  CHECK(strstr(rlx_last_error(), "window_keys_after 9223372036854775808") !=
+        NULL);
+  for (q = 0; q < 64; ++q) CHECK(s[q] == 2.5f);
+}
+/* ---- end of groups and two-sided windows. */
+
 int main(void) {
   TestMaskRules();
   TestClassifyBlocks();
+  TestGroupsAndTwoSidedWindows();
   return ReportChecks("c_api_mask_rules_test");
 }

@@ -174,7 +174,11 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
                    ", oracle " + Num(p_ref);
           };
           if (!reference::is_kept(mask, s, b, h, q, k)) {
-            if ((options.zero_masked || Contains(written, k)) &&
+            // Kept-only writes: the keys inside kept_keys (with a key list,
+            // the listed ones).
+            if ((options.zero_masked ||
+                 (Contains(written, k) &&
+                  reference::is_listed(mask, b, h, q, k))) &&
                 (p != 0.0 || std::signbit(p))) {
               return "masked " + where();
             }
@@ -248,8 +252,8 @@ inline std::string ApplyMismatch(const ScoreView& got, const ScoreView& want,
 }
 
 // Kept-only writes (zero_masked = false): whether every key outside its
-// row's kept_keys still holds its bits in `got` as in `before` (the same
-// view over another copy of the tensor).
+// row's kept_keys (or, with a key list, unlisted) still holds its bits in `got`
+// as in `before` (the same view over another copy of the tensor).
 inline std::string KeptOnlyUnwritten(const ScoreView& before,
                                      const ScoreView& got,
                                      const MaskSpec& mask) {
@@ -260,7 +264,10 @@ inline std::string KeptOnlyUnwritten(const ScoreView& before,
       const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
       for (std::size_t h = 0; h < s.heads; ++h)
         for (std::size_t k = 0; k < s.k_len; ++k) {
-          if (Contains(written, k)) continue;
+          // With a key list, only its listed keys inside kept_keys.
+          if (Contains(written, k) && reference::is_listed(mask, b, h, q, k)) {
+            continue;
+          }
           const std::size_t off = Offset(got, b, h, q, k);
           if (std::memcmp(
                   static_cast<const std::uint8_t*>(got.data) + off * es,

@@ -3,13 +3,13 @@
 // list (src/mask/mask_kind_list.h) with its parameters, any combination of the
 // rules (query offsets, window_keys, chunk, sinks, prefix, segments,
 // explicit positions with empty slots, a dense part of every dense kind on
-// top), softmax options and score values from the input, then runs
-// apply_mask, masked_softmax and kept_keys on every supported target and
-// compares each with the scalar oracle (tests/common/score_check.h). Also feeds
-// bad arguments, among them extents and strides whose element count or byte
-// span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it would wrap),
-// and checks they throw std::invalid_argument and touch no memory: nothing is
-// written, and a read far outside the buffer would fault under the
+// top, two-sided windows, groups), softmax options and score values from the
+// input, then runs apply_mask, masked_softmax and kept_keys on every supported
+// target and compares each with the scalar oracle (tests/common/score_check.h).
+// Also feeds bad arguments, among them extents and strides whose element count
+// or byte span exceeds PTRDIFF_MAX (no such tensor exists; offsets into it
+// would wrap), and checks they throw std::invalid_argument and touch no memory:
+// nothing is written, and a read far outside the buffer would fault under the
 // sanitizers. Any mismatch aborts with a description. Built with clang
 // (-fsanitize=fuzzer) when RLX_ATTN_MASK_FUZZ is ON.
 #include <algorithm>
@@ -101,10 +101,12 @@ struct Case {
   std::vector<std::uint64_t> bits;     // keep_bits words
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
-  std::vector<float> sinks, slopes;  // options.sink_logits / alibi_slopes
-  bool row_lse = false;              // whether options.row_lse is checked
-  std::vector<float> scores;         // contiguous [b, h, q, k]
-  bool rounding_scores = false;      // the pattern of Decode's last byte
+  std::vector<std::int32_t> q_group, k_group;
+  std::vector<std::int32_t> key_indices;  // a key list's slots
+  std::vector<float> sinks, slopes;       // options.sink_logits / alibi_slopes
+  bool row_lse = false;                   // whether options.row_lse is checked
+  std::vector<float> scores;              // contiguous [b, h, q, k]
+  bool rounding_scores = false;           // the pattern of Decode's last byte
 };
 
 // A broadcast of the dense part `mask` (whose data has the extents of
@@ -241,6 +243,21 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
       return 64;
     case F::dense:
       return 128;
+    // The second rule byte (MoreRules), drawn last: bit i is 256 << i.
+    case F::window_keys_after:
+      return 256;
+    case F::q_group:
+    case F::k_group:
+      return 512;
+    // Bit 0 of the byte after the rounding scores' in Decode (inputs that
+    // end before it decode as before; a quarter of the committed corpus has
+    // bytes there and draws a list).
+    case F::key_indices:
+    case F::key_indices_shape:
+      return 1024;
+    // Declared, not built yet: CheckMask rejects them.
+    case F::block_list:
+      return 0;
   }
   return 0;
 }
@@ -253,6 +270,28 @@ constexpr bool EveryRuleFieldHasAFlag() {
 static_assert(
     EveryRuleFieldHasAFlag(),
     "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
+
+// The rules of the second rule byte, drawn after everything else, the row
+// split included (inputs written before they existed decode as before up
+// to their split; only trailing bytes beyond it, unread then, can draw
+// them now): bit 0 a two-sided window's window_keys_after, bit 1 groups (0
+// = no group, about a third of the entries, two groups otherwise).
+void MoreRules(Reader& r, Case& c) {
+  const std::uint32_t more = r.Byte();
+  const std::size_t k_len = c.shape.k_len;
+  if (more & 1) {
+    c.mask = c.mask.with_window_keys_after(1 + r.Pick(k_len + 2));
+  }
+  if (more & 2) {
+    for (std::size_t i = 0; i < c.shape.batch * c.shape.q_len; ++i) {
+      c.q_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    for (std::size_t i = 0; i < c.shape.batch * k_len; ++i) {
+      c.k_group.push_back(static_cast<std::int32_t>(r.Pick(3)));
+    }
+    c.mask = c.mask.with_groups(c.q_group.data(), c.k_group.data());
+  }
+}
 
 Case Decode(Reader& r) {
   Case c;
@@ -387,6 +426,18 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
+  // A key list (flag 1024 of FlagOf): extents of the scores or 1, n from 0
+  // to past k_len, -1 slots and repeats; one slot more than used, so that
+  // the pointer is never null.
+  if (r.Byte() & 1) {
+    const Shape4 ls{r.Bit() ? c.shape.batch : 1, r.Bit() ? c.shape.heads : 1,
+                    r.Bit() ? c.shape.q_len : 1, r.Pick(k_len + 5)};
+    c.key_indices.resize(ls.batch * ls.heads * ls.q_len * ls.k_len + 1);
+    for (auto& v : c.key_indices) {
+      v = static_cast<std::int32_t>(r.Pick(k_len + 1)) - 1;
+    }
+    c.mask = c.mask.with_key_indices(c.key_indices.data(), ls);
+  }
   return c;
 }
 
@@ -411,15 +462,16 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   std::fprintf(stderr,
                "score_kernels_fuzzer: %s (target %s)\n  type %s shape [%zu, "
                "%zu, %zu, %zu] gap %zu misalign %zu kind %s window %zu past "
-               "%zu upper %zu window_keys %zu chunk %zu sink_keys %zu dense "
-               "%s scale %g softcap %g fill %g zero_masked %d row_lse %d\n"
+               "%zu upper %zu window_keys %zu window_keys_after %zu chunk %zu "
+               "sink_keys %zu dense %s scale %g softcap %g fill %g zero_masked "
+               "%d row_lse %d\n"
                "  scores:",
                what.c_str(), active_target().c_str(), testing::TypeName(c.type),
                s.batch, s.heads, s.q_len, s.k_len, c.gap, c.misalign,
                kinds::NameOf(mk.kind), mk.window, mk.past, mk.upper,
-               mk.window_keys, mk.chunk, mk.sink_keys, kinds::NameOf(mk.dense),
-               c.options.scale, c.options.softcap, c.fill,
-               c.options.zero_masked, c.row_lse);
+               mk.window_keys, mk.window_keys_after, mk.chunk, mk.sink_keys,
+               kinds::NameOf(mk.dense), c.options.scale, c.options.softcap,
+               c.fill, c.options.zero_masked, c.row_lse);
   for (std::size_t i = 0; i < c.scores.size() && i < 64; ++i) {
     std::fprintf(stderr, " %g", c.scores[i]);
   }
@@ -429,8 +481,16 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
   PrintArray("prefix_end", c.prefix_end);
   PrintArray("q_segment", c.q_segment);
   PrintArray("k_segment", c.k_segment);
+  PrintArray("q_group", c.q_group);
+  PrintArray("k_group", c.k_group);
   PrintArray("q_position", c.q_position);
   PrintArray("k_position", c.k_position);
+  if (c.mask.key_indices != nullptr) {
+    const Shape4& ls = c.mask.key_indices_shape;
+    std::fprintf(stderr, "\n  key_indices shape [%zu, %zu, %zu, %zu]", ls.batch,
+                 ls.heads, ls.q_len, ls.k_len);
+  }
+  PrintArray("key_indices", c.key_indices);
   const Shape4& m = mk.shape;
   std::fprintf(stderr,
                "\n  dense [%zu, %zu, %zu, %zu] strides {%zu, %zu, %zu}:",
@@ -466,11 +526,19 @@ Tensor ScoresOf(const Case& c) {
 
 // Whether kept_keys is exact for `mask`: implicit key positions, no
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
-// KeptKeys).
+// KeptKeys), in rows without a group (RowInAGroup).
 bool KeptKeysExact(const MaskSpec& mask) {
+  // A key list's kept_keys is its span: unlisted keys lie inside it.
   return mask.k_position == nullptr && mask.q_segment == nullptr &&
-         mask.dense == DenseKind::kNone &&
+         mask.dense == DenseKind::kNone && mask.key_indices == nullptr &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
+}
+
+// Whether row (b, q) is in a nonzero group: its kept_keys then cover its
+// group's keys too, not exactly its kept ones.
+bool RowInAGroup(const MaskSpec& mask, const Shape4& s, std::size_t b,
+                 std::size_t q) {
+  return mask.q_group != nullptr && mask.q_group[b * s.q_len + q] != 0;
 }
 
 // kept_keys of every row against the oracle: sorted, disjoint, non-empty
@@ -504,7 +572,7 @@ void CheckKeptKeys(const Case& c) {
             Fail(c, row + ": kept key " + std::to_string(k) +
                         " outside the intervals");
           }
-          if (!kept_here && in[k] && exact) {
+          if (!kept_here && in[k] && exact && !RowInAGroup(c.mask, s, b, q)) {
             Fail(c, row + ": masked key " + std::to_string(k) +
                         " inside exact intervals");
           }
@@ -734,6 +802,7 @@ class Census {
     if (!c.q_segment.empty()) Add("rule segments");
     if (!c.q_position.empty()) Add("rule q_position");
     if (!c.k_position.empty()) Add("rule k_position");
+    if (!c.key_indices.empty()) Add("rule key_indices");
     if (c.options.scale != 1.0f) Add("option scale");
     if (c.options.scale < 0.0f) Add("option negative scale");
     if (c.options.softcap > 0.0f) Add("option softcap");
@@ -747,6 +816,8 @@ class Census {
     if (!c.options.zero_masked) Add("option zero_masked = false");
     if (c.row_lse) Add("option row_lse");
     if (c.rounding_scores) Add("rounding scores");
+    if (c.mask.window_keys_after != 0) Add("rule window_keys_after");
+    if (!c.q_group.empty()) Add("rule groups");
   }
 
   // Prints the counts; exits with 1 if a feature was never drawn.
@@ -763,6 +834,7 @@ class Census {
                                        "rule segments",
                                        "rule q_position",
                                        "rule k_position",
+                                       "rule key_indices",
                                        "option scale",
                                        "option negative scale",
                                        "option softcap",
@@ -772,7 +844,9 @@ class Census {
                                        "option alibi_slopes",
                                        "option zero_masked = false",
                                        "option row_lse",
-                                       "rounding scores"};
+                                       "rounding scores",
+                                       "rule window_keys_after",
+                                       "rule groups"};
     for (const MaskKind kind : kinds::kAllMaskKinds) {
       wanted.push_back(std::string("kind ") + kinds::NameOf(kind));
     }
@@ -808,7 +882,9 @@ class Census {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   rlx::Reader r(data, size);
-  const rlx::Case c = rlx::Decode(r);
+  rlx::Case c = rlx::Decode(r);
+  const std::size_t split = r.Pick(64);
+  rlx::MoreRules(r, c);
   if (rlx::Census::Enabled()) {
     static const bool report_at_exit =
         std::atexit([] { rlx::Census::Get().Report(); }) == 0;
@@ -816,7 +892,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
     rlx::Census::Get().Count(c);
     return 0;
   }
-  const std::size_t split = r.Pick(64);
   const rlx::Oracle oracle = rlx::OracleOf(c);
   for (const std::string& target : rlx::supported_targets()) {
     rlx::force_target(target);

@@ -25,9 +25,11 @@ struct RuleMask {
   MaskSpec mask;
   std::vector<std::int64_t> query_offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
+  std::vector<std::int32_t> q_group, k_group;
   std::vector<float> keep_f32, bias;
   std::vector<std::uint8_t> keep_u8;
   std::vector<std::uint64_t> keep_bits;
+  std::vector<std::int32_t> key_indices;
   std::string name;
 };
 
@@ -96,8 +98,11 @@ enum RuleBit : unsigned {
   kSegments = 1u << 5,
   kQPositions = 1u << 6,
   kKPositions = 1u << 7,
+  kWindowKeysAfter = 1u << 8,
+  kGroups = 1u << 9,
+  kKeyIndices = 1u << 10,
 };
-inline constexpr unsigned kRuleSets = 1u << 8;  // every subset of the bits
+inline constexpr unsigned kRuleSets = 1u << 11;  // every subset of the bits
 
 // The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
@@ -114,6 +119,16 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::strides:
     case F::dense:
       return 0;
+    case F::window_keys_after:
+      return kWindowKeysAfter;
+    case F::q_group:
+    case F::k_group:
+      return kGroups;
+    case F::block_list:
+      return 0;
+    case F::key_indices:
+    case F::key_indices_shape:
+      return kKeyIndices;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
@@ -280,9 +295,35 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
     name += std::string("+positions(") + (q_pos ? "q" : "") +
             (k_pos ? "k" : "") + ")";
   }
+  if (c.rules & kWindowKeysAfter) {
+    const std::size_t a = 1 + below(s.k_len + 1);
+    m = m.with_window_keys_after(a);
+    name += "+window_keys_after(" + std::to_string(a) + ")";
+  }
+  if (c.rules & kGroups) {
+    // 0 (no group) or one of two groups.
+    rm.q_group.resize(s.batch * s.q_len);
+    rm.k_group.resize(s.batch * s.k_len);
+    for (auto& v : rm.q_group) v = static_cast<std::int32_t>(rng() % 3);
+    for (auto& v : rm.k_group) v = static_cast<std::int32_t>(rng() % 3);
+    m = m.with_groups(rm.q_group.data(), rm.k_group.data());
+    name += "+groups";
+  }
   if (c.dense != DenseKind::kNone) {
     m = RandomDense(rng, c.dense, DenseShape(rng, s), /*alone=*/false, m, rm);
     name += std::string("+") + kinds::NameOf(c.dense);
+  }
+  if (c.rules & kKeyIndices) {
+    // Extents of the scores or 1, n from 0 to past k_len, -1 slots and
+    // repeats; one slot more, so that the pointer is never null.
+    Shape4 ls = DenseShape(rng, s);
+    ls.k_len = below(s.k_len + 4);
+    rm.key_indices.resize(ls.batch * ls.heads * ls.q_len * ls.k_len + 1);
+    for (auto& v : rm.key_indices) {
+      v = chance(15) ? -1 : static_cast<std::int32_t>(below(s.k_len));
+    }
+    m = m.with_key_indices(rm.key_indices.data(), ls);
+    name += "+key_indices(n " + std::to_string(ls.k_len) + ")";
   }
 }
 
@@ -294,7 +335,8 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   };
   RuleCombination c;
   c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
-  const int percent[] = {30, 35, 35, 30, 25, 30, 25, 25};  // per RuleBit
+  const int percent[] = {30, 35, 35, 30, 25, 30,
+                         25, 25, 25, 30, 20};  // per bit
   for (unsigned bit = 0; bit < std::size(percent); ++bit) {
     if (chance(percent[bit])) c.rules |= 1u << bit;
   }

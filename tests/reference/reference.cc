@@ -140,11 +140,19 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
   if ((mask.kind == MaskKind::kSlidingWindow || decode) && mask.window != 0) {
     window = window && p_q - p_k < static_cast<__int128>(mask.window) + 1;
   }
+  // window_keys_after A: keys less than A positions after the query.
+  const bool window_after =
+      mask.window_keys_after == 0 ||
+      p_k - p_q < static_cast<__int128>(mask.window_keys_after);
   const __int128 c = mask.chunk;
   const bool chunk = c == 0 || FloorDiv(p_k, c) == FloorDiv(p_q, c);
   const bool sink = mask.sink_keys != 0 &&
                     p_k < static_cast<__int128>(mask.sink_keys) && p_k <= p_q;
-  const bool base = (causal || prefix) && window && chunk;
+  const bool base = (causal || prefix) && window && window_after && chunk;
+  // A query and a key of the same nonzero group.
+  const bool group =
+      mask.q_group != nullptr && mask.q_group[b * scores.q_len + q] != 0 &&
+      mask.q_group[b * scores.q_len + q] == mask.k_group[b * scores.k_len + k];
   bool dense = true;
   switch (mask.dense_part()) {
     case DenseKind::kNone:
@@ -170,7 +178,26 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               -std::numeric_limits<float>::infinity();
       break;
   }
-  return valid && same_segment && (base || sink) && dense;
+  return valid && same_segment && is_listed(mask, b, h, q, k) &&
+         (base || sink || group) && dense;
+}
+
+bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
+               std::size_t q, std::size_t k) {
+  if (mask.key_indices == nullptr) return true;
+  const Shape4& ls = mask.key_indices_shape;
+  // Contiguous [batch or 1, heads or 1, q_len or 1, n]: extents of 1
+  // broadcast.
+  const std::size_t row =
+      ((ls.batch == 1 ? 0 : b) * ls.heads + (ls.heads == 1 ? 0 : h)) *
+          ls.q_len +
+      (ls.q_len == 1 ? 0 : q);
+  for (std::size_t s = 0; s < ls.k_len; ++s) {
+    if (mask.key_indices[row * ls.k_len + s] == static_cast<std::int64_t>(k)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,

@@ -27,6 +27,10 @@ double element_at(const ScoreView& v, std::size_t off);
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k);
 
+// Whether row (b, h, q)'s key list names key k (true without a key list).
+bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
+               std::size_t q, std::size_t k);
+
 // The additive bias of (b, h, q, k) for kBias masks, 0 otherwise.
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               std::size_t h, std::size_t q, std::size_t k);
@@ -43,7 +47,9 @@ double alibi_at(const MaskSpec& mask, const Shape4& scores,
 
 // Masked softmax over `rows` in double precision, rounded once to the output
 // type, with every SoftmaxOptions field: sinks, ALiBi, row_lse (written for
-// `rows`, rounded to f32) and zero_masked (false: masked keys not written).
+// `rows`, rounded to f32) and zero_masked (false: masked keys not written;
+// the kernels also write +0 on the masked keys inside kept_keys, and with
+// a key list on the listed ones inside it).
 // `in` and `out` may be the same view. Arguments are assumed valid.
 void masked_softmax(const ScoreView& in, const ScoreView& out,
                     const MaskSpec& mask, const SoftmaxOptions& options,

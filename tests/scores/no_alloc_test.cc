@@ -176,13 +176,18 @@ constexpr ScoreType kTypes[] = {ScoreType::kF32, ScoreType::kBF16,
 // Every call allocates nothing, but for one exception: a thread's first
 // 16-bit row longer than the stack scratch (8192 keys) allocates the
 // thread's exp buffer, once (src/softmax/thread_exp_buffer.h), checked by the
-// next test. Here the thread has met a row as long as these first.
+// next test, and a thread's first key list allocates its work arrays, grown
+// when a later call has more slots or keys (src/softmax/key_list_softmax.h).
+// Here the thread has met a row as long as these, and as long a list, first.
 TEST_P(NoAllocTest, ScoreKernelsAllocateNothing) {
   std::mt19937_64 rng(77);
   {
     testing::Tensor warm =
         testing::MakeTensor(ScoreType::kBF16, Shape4{1, 1, 1, 12200}, 0, 0);
     masked_softmax(warm.view, MaskSpec::none());
+    const std::vector<std::int32_t> slots(12300, 0);
+    masked_softmax(warm.view, MaskSpec::none().with_key_indices(
+                                  slots.data(), {1, 1, 1, slots.size()}));
   }
   const int iterations = testing::ScaledIterations(40);
   for (int it = 0; it < iterations; ++it) {

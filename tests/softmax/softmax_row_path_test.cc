@@ -34,7 +34,7 @@ TEST(RowPathTest, ChooseRowPathCoversEveryPath) {
   const DenseKind denses[] = {DenseKind::kNone, DenseKind::kKeepF32,
                               DenseKind::kKeepU8, DenseKind::kKeepBits,
                               DenseKind::kBias};
-  for (unsigned bits = 0; bits < (1u << 14); ++bits) {
+  for (unsigned bits = 0; bits < (1u << 15); ++bits) {
     for (const DenseKind dense : denses) {
       detail::CallFacts c;
       c.f32 = bits & 1;
@@ -46,6 +46,7 @@ TEST(RowPathTest, ChooseRowPathCoversEveryPath) {
       c.explicit_keys = bits & 64;
       c.dense_only = bits & 128;
       c.dense = dense;
+      c.key_list = bits & 16384;
       detail::RowFacts r;
       r.fits_plain_batch = bits & 256;
       r.plain_max_fits = bits & 512;
@@ -84,6 +85,30 @@ TEST(RowPathTest, CallsOfEachKindChooseTheirPath) {
   detail::RowFacts long_row;
   long_row.fits_plain_batch = false;
   EXPECT_EQ(detail::ChooseRowPath(f32, long_row), RowPath::kIntervals);
+  // A key list takes the whole call, whatever else the mask or the row
+  // says: plain rules, a decode step, a dense part, groups, a long row.
+  const std::int32_t slots[2] = {0, 3};
+  const Shape4 ls{1, 1, 1, 2};
+  std::vector<std::int32_t> q_group(8, 1), k_group(16, 1);
+  std::vector<float> bias(8 * 16, 0.0f);
+  const MaskSpec listed[] = {MaskSpec::causal().with_key_indices(slots, ls),
+                             MaskSpec::none().with_key_indices(slots, ls),
+                             MaskSpec::none()
+                                 .with_bias(bias.data(), Shape4{1, 1, 8, 16})
+                                 .with_key_indices(slots, ls),
+                             MaskSpec::causal()
+                                 .with_groups(q_group.data(), k_group.data())
+                                 .with_key_indices(slots, ls)};
+  for (const MaskSpec& mask : listed) {
+    const detail::Rules rules = detail::RulesOf(mask);
+    EXPECT_TRUE(rules.key_list);
+    for (const std::size_t q_len : {std::size_t{1}, std::size_t{8}}) {
+      const detail::CallFacts c =
+          detail::CallFactsOf(rules, plain, ScoreType::kBF16, q_len, false);
+      EXPECT_EQ(detail::ChooseRowPath(c, {}), RowPath::kKeyList);
+      EXPECT_EQ(detail::ChooseRowPath(c, long_row), RowPath::kKeyList);
+    }
+  }
 }
 
 class RowPathRunTest : public testing::PerTargetTest {
@@ -247,6 +272,44 @@ TEST_P(RowPathRunTest, AlibiImplicitAndExplicit) {
              MaskSpec::causal().with_positions(q_pos.data(), k_pos.data()),
              options),
       8u);
+}
+
+// Key lists: every row of the call on the key-list kernel, counted once
+// per call (its whole row range), none on the loops' paths; f32 and 16-bit
+// rows, causal and not, a list shared by heads and one per head.
+TEST_P(RowPathRunTest, KeyList) {
+  const Shape4 s{2, 3, 4, 70};
+  const std::size_t n = 9;
+  const Shape4 shared{1, 1, 1, n}, per_head{s.batch, s.heads, s.q_len, n};
+  std::vector<std::int32_t> slots(per_head.rows() * n);
+  for (std::size_t i = 0; i < slots.size(); ++i) {
+    // Unsorted, with a repeat and an unused slot in every row.
+    const std::size_t j = i % n;
+    slots[i] = j == n - 1 ? -1
+               : j == 4   ? slots[i - 1]
+                          : static_cast<std::int32_t>((i * 37 + 11) % s.k_len);
+  }
+  const SoftmaxOptions plain;
+  SoftmaxOptions capped;
+  capped.softcap = 20.0f;
+  for (const ScoreType type :
+       {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    EXPECT_EQ(RowsOn(RowPath::kKeyList, type, s,
+                     MaskSpec::causal().with_key_indices(slots.data(), shared),
+                     plain),
+              s.rows())
+        << testing::TypeName(type);
+    for (std::size_t p = 0; p < detail::kRowPathCount; ++p) {
+      if (static_cast<RowPath>(p) == RowPath::kKeyList) continue;
+      EXPECT_EQ(detail::RowPathCount(static_cast<RowPath>(p)), 0u)
+          << detail::NameOf(static_cast<RowPath>(p));
+    }
+    EXPECT_EQ(RowsOn(RowPath::kKeyList, type, s,
+                     MaskSpec::none().with_key_indices(slots.data(), per_head),
+                     capped),
+              s.rows())
+        << testing::TypeName(type);
+  }
 }
 
 }  // namespace

@@ -22,6 +22,10 @@ Bad input raises ValueError with the library's message (DTypeError, both a
 ValueError and a TypeError, for a wrong dtype; TypeError for an argument
 that is not an array at all) and writes nothing.
 
+``models.layer_masks(config, ...)`` gives each layer of a Hugging Face
+model (Llama, Mistral, Qwen, Gemma, Cohere2, Llama 4, gpt-oss, ModernBERT)
+its MaskSpec and masked_softmax options (docs/MODELS.md).
+
 ``__version__`` is the library's version (rlx::version(), CMake's
 project(VERSION)). The package is typed: ``py.typed`` and stubs of the
 compiled module (``_core/*.pyi``) come with it.
@@ -56,6 +60,7 @@ from ._core import (  # noqa: F401
     supported_targets,
 )
 from .bucketed_cache import BucketedCache  # noqa: F401
+from . import models  # noqa: F401 (rlx_attn_mask.models.layer_masks)
 
 __all__ = [
     "MASKED_KEY_FILL_COST",
@@ -82,6 +87,7 @@ __all__ = [
     "masked_softmax_into",
     "masked_softmax_part",
     "merge_softmax_parts",
+    "models",
     "split_kept_keys",
     "supported_targets",
 ]

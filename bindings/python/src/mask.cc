@@ -243,6 +243,70 @@ Mask Mask::WithPositions(const py::handle& q_pos,
   return m;
 }
 
+Mask Mask::WithGroups(const py::handle& q_groups,
+                      const py::handle& k_groups) const {
+  Mask m = *this;
+  m.q_group =
+      Optional(q_groups, "MaskSpec.with_groups", "q_groups", DType::kI32);
+  m.k_group =
+      Optional(k_groups, "MaskSpec.with_groups", "k_groups", DType::kI32);
+  m.spec = spec.with_groups(DataOf<std::int32_t>(m.q_group),
+                            DataOf<std::int32_t>(m.k_group));
+  return m;
+}
+
+Mask Mask::WithKeyIndices(const py::handle& indices,
+                          const py::handle& shape) const {
+  constexpr const char* kWho = "MaskSpec.with_key_indices";
+  Mask m = *this;
+  m.key_indices = Optional(indices, kWho, "indices", DType::kI32);
+  if (!m.key_indices) {
+    m.spec = spec.with_key_indices(nullptr, {});
+    return m;
+  }
+  Shape4 ls;
+  if (shape.is_none()) {
+    if (m.key_indices->ndim() != 4) {
+      ThrowValue(std::string(kWho) +
+                 ": without a shape, indices must be 4-d (batch, heads, "
+                 "q_len, n), got shape " +
+                 ShapeString(*m.key_indices));
+    }
+    const auto& e = m.key_indices->shape();
+    ls = {static_cast<std::size_t>(e[0]), static_cast<std::size_t>(e[1]),
+          static_cast<std::size_t>(e[2]), static_cast<std::size_t>(e[3])};
+  } else {
+    std::vector<std::size_t> t;
+    for (const py::handle extent : py::iter(shape)) {
+      t.push_back(extent.cast<std::size_t>());
+    }
+    if (t.size() != 4) {
+      ThrowValue(std::string(kWho) +
+                 ": shape must be (batch, heads, q_len, n), got " +
+                 std::to_string(t.size()) + " extents");
+    }
+    ls = {t[0], t[1], t[2], t[3]};
+    std::size_t need = 0;
+    if (__builtin_mul_overflow(ls.batch, ls.heads, &need) ||
+        __builtin_mul_overflow(need, ls.q_len, &need) ||
+        __builtin_mul_overflow(need, ls.k_len, &need)) {
+      ThrowValue(std::string(kWho) + ": shape " + ShapeString(ls) +
+                 " overflows");
+    }
+    if (m.key_indices->size() != need) {
+      ThrowValue(std::string(kWho) + ": indices has " +
+                 std::to_string(m.key_indices->size()) + " values, shape " +
+                 ShapeString(ls) + " needs " + std::to_string(need));
+    }
+  }
+  // A list of n = 0 slots still names no key (not an absent list): its
+  // pointer must not be null.
+  static const std::int32_t kNoSlot = -1;
+  const auto* data = DataOf<std::int32_t>(m.key_indices);
+  m.spec = spec.with_key_indices(data != nullptr ? data : &kNoSlot, ls);
+  return m;
+}
+
 MaskSpec Mask::Bind(const char* who, const Shape4& shape,
                     const std::size_t* batch_index) const {
   MaskSpec s = spec;
@@ -262,6 +326,8 @@ MaskSpec Mask::Bind(const char* who, const Shape4& shape,
   CheckBatches(who, "k_segments", k_segment, shape.k_len, shape, batch_index);
   CheckBatches(who, "q_positions", q_position, shape.q_len, shape, batch_index);
   CheckBatches(who, "k_positions", k_position, shape.k_len, shape, batch_index);
+  CheckBatches(who, "q_groups", q_group, shape.q_len, shape, batch_index);
+  CheckBatches(who, "k_groups", k_group, shape.k_len, shape, batch_index);
   return s;
 }
 
@@ -295,6 +361,10 @@ std::string Mask::Repr() const {
   if (spec.window_keys) {
     r += ".with_window_keys(" + std::to_string(spec.window_keys) + ")";
   }
+  if (spec.window_keys_after) {
+    r += ".with_window_keys_after(" + std::to_string(spec.window_keys_after) +
+         ")";
+  }
   if (spec.chunk) r += ".with_chunk(" + std::to_string(spec.chunk) + ")";
   if (spec.sink_keys) {
     r += ".with_sink_keys(" + std::to_string(spec.sink_keys) + ")";
@@ -302,6 +372,10 @@ std::string Mask::Repr() const {
   if (prefix_end) r += ".with_prefix(...)";
   if (q_segment || k_segment) r += ".with_segments(...)";
   if (q_position || k_position) r += ".with_positions(...)";
+  if (q_group || k_group) r += ".with_groups(...)";
+  if (key_indices) {
+    r += ".with_key_indices(" + ShapeString(spec.key_indices_shape) + ")";
+  }
   switch (spec.dense) {
     case DenseKind::kKeepF32:
     case DenseKind::kKeepU8:

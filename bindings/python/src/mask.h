@@ -21,6 +21,8 @@ struct Mask {
   ArrayPtr query_offsets, prefix_end;  // [batch] int64
   ArrayPtr q_segment, k_segment;       // [batch, q_len] / [batch, k_len] int32
   ArrayPtr q_position, k_position;     // [batch, q_len] / [batch, k_len] int64
+  ArrayPtr q_group, k_group;           // [batch, q_len] / [batch, k_len] int32
+  ArrayPtr key_indices;                // [batch|1, heads|1, q_len|1, n] int32
 
   // Builders. `kind` picks keep (float32 -> f32, uint8 or bool -> u8), bias
   // (float32) or bits (uint64 or int64 words).
@@ -31,6 +33,10 @@ struct Mask {
   Mask WithPrefix(const py::handle& prefix_end) const;
   Mask WithSegments(const py::handle& q_seg, const py::handle& k_seg) const;
   Mask WithPositions(const py::handle& q_pos, const py::handle& k_pos) const;
+  Mask WithGroups(const py::handle& q_groups, const py::handle& k_groups) const;
+  // `shape` None: the array's own 4 extents; else (batch, heads, q_len, n)
+  // over an array of that many values.
+  Mask WithKeyIndices(const py::handle& indices, const py::handle& shape) const;
 
   // The spec for a call on scores of `shape`, every array checked against
   // it: per-batch arrays must hold exactly shape.batch batches, or, when

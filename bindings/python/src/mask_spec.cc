@@ -81,6 +81,18 @@ void DefineMaskSpec(py::module_& m) {
           "query, as llama.cpp, gemma.cpp and ONNX Runtime count their "
           "window); 0 = no window.")
       .def(
+          "with_window_keys_after",
+          [](const Mask& self, std::size_t A) {
+            Mask c = self;
+            c.spec = self.spec.with_window_keys_after(A);
+            return c;
+          },
+          "A"_a,
+          "A copy that also keeps only keys with p_k - p_q < A (A counts "
+          "the query); 0 = none. Without causal, with_window_keys(w + 1)"
+          ".with_window_keys_after(w + 1) is the two-sided window |p_q - "
+          "p_k| <= w (EmbeddingGemma, ModernBERT's local attention).")
+      .def(
           "with_chunk",
           [](const Mask& self, std::size_t C) {
             Mask c = self;
@@ -116,6 +128,26 @@ void DefineMaskSpec(py::module_& m) {
            "caches): int64, C-contiguous, batch * q_len and batch * k_len "
            "values; a negative k position is an empty slot, never kept. "
            "Either may be None (that side keeps its implicit positions).")
+      .def("with_groups", &Mask::WithGroups, "q_groups"_a, "k_groups"_a,
+           "A copy that also keeps a key of the query's group whatever the "
+           "causal, window, chunk, prefix and sink rules say (Gemma 3's "
+           "images: a token sees its whole image): int32 ids, 0 = no group, "
+           "C-contiguous, batch * q_len and batch * k_len values. Empty "
+           "slots, segments and the dense part still apply. Both or None "
+           "(removes the rule).")
+      .def("with_key_indices", &Mask::WithKeyIndices, "indices"_a,
+           "shape"_a = py::none(),
+           "A copy with a key list (top-k sparse attention): row (b, h, q) "
+           "keeps only the keys named in its n slots, ANDed with every other "
+           "rule. indices: int32, C-contiguous, (batch or 1, heads or 1, "
+           "q_len or 1, n) values (1 broadcasts), read in place and kept "
+           "alive; shape None takes the extents of a 4-d array. -1 is an "
+           "unused slot, a key named twice counts once, any other value "
+           "outside [0, k_len) raises ValueError and writes nothing. n = 0 "
+           "lists no key (every row fully masked). The softmax reads and "
+           "writes only the listed keys; with zero_masked=False only the "
+           "listed keys inside kept_keys are written. Not with a block list, "
+           "nor in the split softmax. indices None removes the list.")
       .def(
           "with_keep",
           [](const Mask& self, const py::object& a) {
@@ -153,6 +185,10 @@ void DefineMaskSpec(py::module_& m) {
       .def_property_readonly(
           "window_keys", [](const Mask& self) { return self.spec.window_keys; },
           "W of with_window_keys (0 = none).")
+      .def_property_readonly(
+          "window_keys_after",
+          [](const Mask& self) { return self.spec.window_keys_after; },
+          "A of with_window_keys_after (0 = none).")
       .def_property_readonly(
           "chunk", [](const Mask& self) { return self.spec.chunk; },
           "C of with_chunk (0 = none).")

@@ -124,7 +124,8 @@ def probe(run, python, version):
     for entry in info["sys_path"]:
         check(not entry or not Path(entry).resolve().is_relative_to(
             SOURCE_ROOT), f"sys.path holds the source tree: {entry}")
-    for f in ("py.typed", "_core/__init__.pyi", "_core/ladder_cost.pyi"):
+    for f in ("py.typed", "_core/__init__.pyi", "_core/ladder_cost.pyi",
+              "models.py"):
         check(f in info["files"], f"{f} is not installed: {info['files']}")
     check(any(f.startswith("_core.") and f.endswith(".so")
               for f in info["files"]), "the extension is not installed")

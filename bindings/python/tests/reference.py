@@ -5,8 +5,8 @@ docs/KERNELS.md), written from the formulas, independent of the library.
 A `Case` describes a mask in plain Python; `Case.spec()` builds the
 library's MaskSpec from it and `reference_keep` evaluates it:
 
-    kept iff valid AND same_segment AND (base OR sink) AND dense
-    base = (causal OR prefix) AND window AND chunk
+    kept iff valid AND same_segment AND (base OR sink OR group) AND dense
+    base = (causal OR prefix) AND window AND window_after AND chunk
 """
 
 import dataclasses
@@ -32,6 +32,9 @@ class Case:
     k_segments: Optional[np.ndarray] = None  # int32 [B, K]
     q_positions: Optional[np.ndarray] = None  # int64 [B, Q]
     k_positions: Optional[np.ndarray] = None  # int64 [B, K]
+    window_keys_after: int = 0
+    q_groups: Optional[np.ndarray] = None  # int32 [B, Q], 0 = no group
+    k_groups: Optional[np.ndarray] = None  # int32 [B, K]
     # The dense part: ("keep", array) with float32 / uint8 / bool,
     # ("bias", float32 array) or ("keep_bits", (uint64 words, bool keep)).
     dense: Optional[tuple] = None
@@ -68,6 +71,10 @@ class Case:
             m = m.with_segments(self.q_segments, self.k_segments)
         if self.q_positions is not None or self.k_positions is not None:
             m = m.with_positions(self.q_positions, self.k_positions)
+        if self.window_keys_after:
+            m = m.with_window_keys_after(self.window_keys_after)
+        if self.q_groups is not None:
+            m = m.with_groups(self.q_groups, self.k_groups)
         if self.dense is not None and self.kind in (
                 "none", "causal", "sliding", "decode"):
             kind, array = self.dense
@@ -128,13 +135,20 @@ def reference_keep(case, shape):
         W = case.window + 1 if W == 0 else min(W, case.window + 1)
     if W:
         base = base & (pq - pk < W)
+    if case.window_keys_after:
+        base = base & (pk - pq < case.window_keys_after)
     if case.chunk:
         base = base & (np.floor_divide(pk, case.chunk) ==
                        np.floor_divide(pq, case.chunk))
     sink = np.zeros_like(valid)
     if case.sink_keys:
         sink = (pk < case.sink_keys) & (pk <= pq)
-    keep = valid & (base | sink)
+    group = np.zeros_like(valid)
+    if case.q_groups is not None:
+        qg = np.asarray(case.q_groups).reshape(B, 1, Q, 1)
+        kg = np.asarray(case.k_groups).reshape(B, 1, 1, K)
+        group = (qg != 0) & (qg == kg)
+    keep = valid & (base | sink | group)
     if case.q_segments is not None:
         qs = np.asarray(case.q_segments).reshape(B, 1, Q, 1)
         ks = np.asarray(case.k_segments).reshape(B, 1, 1, K)

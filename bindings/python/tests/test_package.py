@@ -283,6 +283,26 @@ def test_stub_annotations_name_what_the_stubs_define(stub):
     assert annotation_names(tree) - defined_names(tree) == set()
 
 
-@pytest.mark.parametrize("name", ["__init__", "bucketed_cache"])
+@pytest.mark.parametrize("name", ["__init__", "bucketed_cache", "models"])
 def test_pure_python_modules_compile(name):
     stub_tree(PACKAGE_DIR / f"{name}.py")
+
+
+@pytest.mark.parametrize("name", ["bucketed_cache", "models"])
+def test_pure_python_modules_are_annotated(name):
+    # The pure-Python modules carry their types inline (py.typed), as the
+    # stubs carry the extension's: every public function and method has
+    # its parameters and its return annotated.
+    tree = stub_tree(PACKAGE_DIR / f"{name}.py")
+    missing = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FunctionDef) or \
+                node.name.startswith("_") and node.name != "__init__":
+            continue
+        a = node.args
+        params = [p for p in a.posonlyargs + a.args + a.kwonlyargs
+                  if p.arg not in ("self", "cls")]
+        if node.returns is None or any(p.annotation is None
+                                       for p in params):
+            missing.append(f"{name}.{node.name}")
+    assert missing == []

@@ -42,6 +42,12 @@ def prefill_cases(shape, rng):
     bias[0, 0, 0, :4] = -np.inf
     bias[0, -1, -1, :] = -np.inf  # a row masked by its bias alone
     bits = ("keep_bits", (pack_bits(words_keep), words_keep))
+    # Images as groups (Gemma 3): ids 0 (text), 1, 2 in runs over the keys;
+    # the queries take their positions' (the last Q keys).
+    k_grp = np.zeros((B, K), np.int32)
+    k_grp[:, 2:K // 2] = 1
+    k_grp[:, K // 2 + 3:K - 1] = 2
+    q_grp = np.ascontiguousarray(k_grp[:, K - Q:])
     return [
         Case("none", name="none"),
         Case("causal", name="causal"),
@@ -76,6 +82,17 @@ def prefill_cases(shape, rng):
              dense=("keep", keep_u8), name="segments_sink_keep_u8"),
         Case("causal", q_positions=q_pos, k_positions=k_pos, window_keys=9,
              dense=("bias", bias), name="positions_window_bias"),
+        Case("causal", window_keys=4, q_groups=q_grp, k_groups=k_grp,
+             name="gemma3_images"),
+        Case("none", window_keys=3, window_keys_after=3, name="two_sided"),
+        Case("causal", window_keys=3, window_keys_after=2, sink_keys=2,
+             chunk=16, prefix_end=np.array([K - Q + 3, 2], np.int64)[:B],
+             q_groups=q_grp, k_groups=k_grp, q_segments=seg_q,
+             k_segments=seg_k, dense=("keep", keep_u8),
+             name="groups_every_rule"),
+        Case("causal", q_positions=q_pos, k_positions=k_pos, window_keys=5,
+             window_keys_after=4, q_groups=q_grp, k_groups=k_grp,
+             dense=("bias", bias), name="groups_positions_bias"),
     ]
 
 
@@ -83,6 +100,11 @@ def decode_cases(rng, B=2, H=3, upper=40, past=25):
     K = upper + 1
     bias = rng.uniform(-2, 0, size=(B, H, 1, K)).astype(np.float32)
     keep = (rng.random((B, 1, 1, K)) < 0.8).astype(np.uint8)
+    # Group 1: past keys 3..9, an empty slot and the new token.
+    dec_grp = np.zeros((B, K), np.int32)
+    dec_grp[:, 3:10] = 1
+    dec_grp[:, past + 2] = 1
+    dec_grp[:, upper] = 1
     return [
         Case("decode", past=past, upper=upper, name="decode"),
         Case("decode", past=past, upper=upper, window=7, name="decode_w7"),
@@ -95,6 +117,9 @@ def decode_cases(rng, B=2, H=3, upper=40, past=25):
              name="decode_bias"),
         Case("decode", past=past, upper=upper, window=9,
              dense=("keep", keep), name="decode_w9_keep"),
+        Case("decode", past=past, upper=upper, window=4,
+             window_keys_after=3, q_groups=np.array([[1], [0]], np.int32),
+             k_groups=dec_grp, name="decode_groups_two_sided"),
     ]
 
 
@@ -181,7 +206,9 @@ OPTION_CASES = [
 
 @pytest.mark.parametrize("options", OPTION_CASES)
 @pytest.mark.parametrize("case_name", ["causal", "positions_window_bias",
-                                       "keep_u8_strided", "decode_w7"])
+                                       "keep_u8_strided", "decode_w7",
+                                       "groups_positions_bias",
+                                       "decode_groups_two_sided"])
 def test_masked_softmax_options(target, flavor, options, case_name, rng):
     shape, case = next((p.values[0], p.values[1]) for p in CASES
                        if p.values[1].name == case_name)
@@ -207,7 +234,9 @@ def test_masked_softmax_options(target, flavor, options, case_name, rng):
 
 
 @pytest.mark.parametrize("case_name", ["causal", "keep_f32", "bias",
-                                       "segments", "decode_w9_keep"])
+                                       "segments", "decode_w9_keep",
+                                       "gemma3_images", "groups_every_rule",
+                                       "decode_groups_two_sided"])
 def test_zero_masked_false_leaves_masked_keys(target, flavor, case_name, rng):
     shape, case = next((p.values[0], p.values[1]) for p in CASES
                        if p.values[1].name == case_name)

@@ -91,6 +91,45 @@ pub struct rlx_mask_spec {
     pub q_position: *const i64,
     pub k_position: *const i64,
     pub dense: rlx_dense_kind,
+    pub window_keys_after: usize,
+    pub q_group: *const i32,
+    pub k_group: *const i32,
+    pub key_indices: *const i32,
+    pub key_indices_shape: rlx_shape4,
+    pub block_list: rlx_block_list,
+}
+
+/// `rlx_block_list`: FlexAttention's BlockMask fields (all null / 0: absent).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct rlx_block_list {
+    pub num_blocks: *const i32,
+    pub indices: *const i32,
+    pub full_num_blocks: *const i32,
+    pub full_indices: *const i32,
+    pub batch: usize,
+    pub heads: usize,
+    pub q_blocks: usize,
+    pub max_blocks: usize,
+    pub q_block: usize,
+    pub k_block: usize,
+}
+
+impl Default for rlx_block_list {
+    fn default() -> Self {
+        rlx_block_list {
+            num_blocks: std::ptr::null(),
+            indices: std::ptr::null(),
+            full_num_blocks: std::ptr::null(),
+            full_indices: std::ptr::null(),
+            batch: 0,
+            heads: 0,
+            q_blocks: 0,
+            max_blocks: 0,
+            q_block: 0,
+            k_block: 0,
+        }
+    }
 }
 
 impl rlx_mask_spec {
@@ -115,6 +154,12 @@ impl rlx_mask_spec {
             q_position: std::ptr::null(),
             k_position: std::ptr::null(),
             dense: RLX_DENSE_NONE,
+            window_keys_after: 0,
+            q_group: std::ptr::null(),
+            k_group: std::ptr::null(),
+            key_indices: std::ptr::null(),
+            key_indices_shape: rlx_shape4::default(),
+            block_list: rlx_block_list::default(),
         }
     }
 }

@@ -45,6 +45,7 @@ fn rust_layout() -> BTreeMap<String, usize> {
     size("rlx_key_interval", size_of::<rlx_key_interval>());
     size("rlx_kept_intervals", size_of::<rlx_kept_intervals>());
     size("rlx_block_mask_view", size_of::<rlx_block_mask_view>());
+    size("rlx_block_list", size_of::<rlx_block_list>());
     size("rlx_softmax_part", size_of::<rlx_softmax_part>());
     size("rlx_key_range", size_of::<rlx_key_range>());
     size(
@@ -65,7 +66,10 @@ fn rust_layout() -> BTreeMap<String, usize> {
     fields!("rlx_score_view", rlx_score_view: data, type_ = "type", shape, strides);
     fields!("rlx_mask_spec", rlx_mask_spec: struct_size, kind, window, past, upper, data,
             shape, strides, query_offsets, window_keys, chunk, sink_keys, prefix_end,
-            q_segment, k_segment, q_position, k_position, dense);
+            q_segment, k_segment, q_position, k_position, dense, window_keys_after, q_group,
+            k_group, key_indices, key_indices_shape, block_list);
+    fields!("rlx_block_list", rlx_block_list: num_blocks, indices, full_num_blocks,
+            full_indices, batch, heads, q_blocks, max_blocks, q_block, k_block);
     fields!("rlx_softmax_options", rlx_softmax_options: struct_size, scale, softcap,
             sink_logits, alibi_slopes, row_lse, zero_masked);
     fields!("rlx_kept_intervals", rlx_kept_intervals: intervals, count);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The mask rules (windows, chunks, segments, sinks, prefixes, explicit
-//! positions, dense parts): the keys apply_mask keeps and kept_keys reports,
-//! and the arrays that do not cover a tensor.
+//! The mask rules (windows, two-sided windows, chunks, segments, groups,
+//! sinks, prefixes, explicit positions, dense parts): the keys apply_mask
+//! keeps and kept_keys reports, and the arrays that do not cover a tensor.
 
 use rlx_attn_mask::scores::*;
 
@@ -140,5 +140,66 @@ fn prefix_positions_and_dense_parts() {
             4
         ),
         vec![vec![0, 1, 2, 3]]
+    );
+}
+
+// ---- Groups and two-sided windows.
+
+#[test]
+fn gemma3_images_are_groups_on_a_sliding_layer() {
+    // Hugging Face's or_masks(sliding causal, same image): W = 3 keys
+    // counting the query, an image of 5 tokens (1..6) longer than the window.
+    let image = [0, 1, 1, 1, 1, 1, 0, 0];
+    let mask = Mask::Causal.with_window_keys(3).with_groups(&image, &image);
+    let want: Vec<Vec<usize>> = (0..8)
+        .map(|q: usize| {
+            (0..8)
+                .filter(|&k| (k <= q && q - k < 3) || (image[q] != 0 && image[q] == image[k]))
+                .collect()
+        })
+        .collect();
+    assert_eq!(kept_sets(&mask, 8, 8), want);
+    assert_eq!(want[1], vec![0, 1, 2, 3, 4, 5]);
+    // The image's first token sees its last: kept_keys covers them.
+    assert_eq!(kept_keys(&mask, 0, 1, 8, 8).unwrap().as_slice(), &[0..6]);
+    // A text row keeps its exact window.
+    assert_eq!(kept_keys(&mask, 0, 7, 8, 8).unwrap().as_slice(), &[5..8]);
+    // masked_softmax over zeros spreads row 1 over its six keys.
+    let mut s = vec![0.0f32; 64];
+    masked_softmax(
+        &mut s,
+        Shape::new(1, 1, 8, 8),
+        &mask,
+        SoftmaxOptions::default(),
+    )
+    .unwrap();
+    for k in 0..8 {
+        let p = if k < 6 { 1.0 / 6.0 } else { 0.0 };
+        assert!((s[8 + k] - p).abs() < 1e-6, "key {k}: {}", s[8 + k]);
+    }
+}
+
+#[test]
+fn two_sided_window_is_embedding_gemma_and_modernbert() {
+    // |i - j| <= 2: none + window_keys(3) + window_keys_after(3).
+    let mask = Mask::None.with_window_keys(3).with_window_keys_after(3);
+    let want: Vec<Vec<usize>> = (0..7usize)
+        .map(|i| (0..7usize).filter(|&j| i.abs_diff(j) <= 2).collect())
+        .collect();
+    assert_eq!(kept_sets(&mask, 7, 7), want);
+    assert_eq!(kept_keys(&mask, 0, 3, 7, 7).unwrap().as_slice(), &[1..6]);
+}
+
+#[test]
+fn groups_must_cover_the_tensor() {
+    let e = kept_keys(&Mask::Causal.with_groups(&[1, 1], &[1; 3]), 0, 0, 2, 4).unwrap_err();
+    assert!(e.message().contains("k_group has 3"), "{e}");
+    let e = kept_keys(&Mask::Causal.with_groups(&[1], &[1; 4]), 0, 0, 2, 4).unwrap_err();
+    assert!(e.message().contains("q_group has 1"), "{e}");
+    let e = kept_keys(&Mask::None.with_window_keys_after(1 << 63), 0, 0, 1, 4).unwrap_err();
+    assert!(
+        e.message()
+            .contains("window_keys_after 9223372036854775808"),
+        "{e}"
     );
 }

@@ -97,8 +97,9 @@ impl Dense<'_> {
 }
 
 /// A mask kind with its rules. A key is kept iff
-/// `valid AND same_segment AND (base OR sink) AND dense`, with
-/// `base = (causal OR prefix) AND window AND chunk` (rlx/scores.h). Build
+/// `valid AND same_segment AND (base OR sink OR group) AND dense`, with
+/// `base = (causal OR prefix) AND window AND window_after AND chunk`
+/// (rlx/scores.h). Build
 /// it from a [`Mask`] with the `with_*` methods (on either type); every
 /// array is checked against the tensor it is used with.
 ///
@@ -147,6 +148,9 @@ pub struct MaskSpec<'a> {
     k_position: Option<&'a [i64]>,
     dense: Option<Dense<'a>>,
     dense_strides: Option<Strides>,
+    window_keys_after: usize,
+    groups: Option<(&'a [i32], &'a [i32])>,
+    key_indices: Option<(&'a [i32], Shape)>,
 }
 
 impl<'a> From<Mask<'a>> for MaskSpec<'a> {
@@ -163,6 +167,9 @@ impl<'a> From<Mask<'a>> for MaskSpec<'a> {
             k_position: None,
             dense: None,
             dense_strides: None,
+            window_keys_after: 0,
+            groups: None,
+            key_indices: None,
         }
     }
 }
@@ -198,6 +205,20 @@ macro_rules! mask_builders {
         /// only (packed documents).
         pub fn with_segments($self_, q_segment: &'a [i32], k_segment: &'a [i32]) -> MaskSpec<'a> {
             MaskSpec { segments: Some((q_segment, k_segment)), ..$spec }
+        }
+        /// The upper side of a two-sided window: A keys counting the query
+        /// (`p_k - p_q < A`; 0 = none). Without causal,
+        /// `with_window_keys(w + 1).with_window_keys_after(w + 1)` keeps
+        /// `|p_q - p_k| <= w` (EmbeddingGemma, ModernBERT's local attention).
+        pub fn with_window_keys_after($self_, a: usize) -> MaskSpec<'a> {
+            MaskSpec { window_keys_after: a, ..$spec }
+        }
+        /// Group ids (`[batch, q_len]`, `[batch, k_len]`, 0 = no group): a
+        /// query and a key of the same nonzero group are kept whatever the
+        /// causal, window, chunk, prefix or sink rules say, still subject to
+        /// empty slots, segments and the dense part (Gemma 3's images).
+        pub fn with_groups($self_, q_group: &'a [i32], k_group: &'a [i32]) -> MaskSpec<'a> {
+            MaskSpec { groups: Some((q_group, k_group)), ..$spec }
         }
         /// Explicit logical positions (`[batch, q_len]`, `[batch, k_len]`);
         /// `None` keeps that side implicit; `k_position < 0` is an empty
@@ -235,6 +256,17 @@ macro_rules! mask_builders {
         /// extent), instead of its contiguous layout.
         pub fn with_strides($self_, strides: Strides) -> MaskSpec<'a> {
             MaskSpec { dense_strides: Some(strides), ..$spec }
+        }
+        /// A key list (top-k sparse attention): row `(b, h, q)` keeps only
+        /// the keys named in its `n` slots, ANDed with every other rule.
+        /// `indices` is contiguous `[batch or 1, heads or 1, q_len or 1, n]`
+        /// (`shape.k_len` is `n`; extents of 1 broadcast); `-1` is an unused
+        /// slot, a key named twice counts once, and any other value outside
+        /// `[0, k_len)` is an error that writes nothing. `n = 0` lists no
+        /// key: every row is fully masked. Not with a block list, nor in the
+        /// split softmax.
+        pub fn with_key_indices($self_, indices: &'a [i32], shape: Shape) -> MaskSpec<'a> {
+            MaskSpec { key_indices: Some((indices, shape)), ..$spec }
         }
     };
 }
@@ -396,6 +428,13 @@ impl MaskSpec<'_> {
             spec.q_segment = q.as_ptr();
             spec.k_segment = k.as_ptr();
         }
+        if let Some((q, k)) = self.groups {
+            covers(who, "q_group", Some(q), per_q)?;
+            covers(who, "k_group", Some(k), per_k)?;
+            spec.q_group = q.as_ptr();
+            spec.k_group = k.as_ptr();
+        }
+        spec.window_keys_after = self.window_keys_after;
         let ptr = |s: Option<&[i64]>| s.map_or(std::ptr::null(), |s| s.as_ptr());
         spec.query_offsets = ptr(self.query_offsets);
         spec.prefix_end = ptr(self.prefix_end);
@@ -404,6 +443,14 @@ impl MaskSpec<'_> {
         spec.window_keys = self.window_keys;
         spec.chunk = self.chunk;
         spec.sink_keys = self.sink_keys;
+        if let Some((indices, shape)) = self.key_indices {
+            // The slice must hold every slot its shape describes (the
+            // library trusts the pointer; the values it checks itself).
+            let need = shape.rows_checked().and_then(|r| r.checked_mul(shape.k_len));
+            covers(who, "key_indices", Some(indices), need)?;
+            spec.key_indices = indices.as_ptr();
+            spec.key_indices_shape = shape.to_ffi();
+        }
         Ok(spec)
     }
 }
@@ -424,8 +471,10 @@ pub(crate) fn extent_of(shape: Shape) -> Extent {
 /// The keys row `(batch_index, q)` of a tensor with `q_len` queries and
 /// `k_len` keys may attend to: at most three sorted, disjoint, non-empty
 /// ranges (sink keys, the base rules' keys, the Decode token). Exact for
-/// implicit key positions without segments or a dense part (the whole row
-/// for `None` and the dense kinds); otherwise a superset. Executors use it
+/// implicit key positions without segments, groups or a dense part (the
+/// whole row for `None` and the dense kinds); otherwise a superset (a row
+/// with a nonzero group: its group's keys and its rules' in one range, the
+/// Decode token apart). Executors use it
 /// to skip the masked part of P x V.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeptKeys {
