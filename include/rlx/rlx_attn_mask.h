@@ -298,8 +298,20 @@ typedef enum {
  * (j + 1) * k_block). For query block i of (b, h), the first
  * num_blocks[(b * heads + h) * q_blocks + i] entries of that row of
  * `indices` ([batch, heads, q_blocks, max_blocks]) are its partial key
- * blocks; full_num_blocks / full_indices its full ones (both NULL: none).
- * batch and heads are the scores' extents or 1 (broadcast). */
+ * blocks; full_num_blocks / full_indices its full ones (both NULL: none),
+ * in any order. batch and heads are the scores' extents or 1 (broadcast).
+ * A key of a full block is kept without the position rules or a dense keep
+ * part (still masked when its slot is empty or in another segment; a bias
+ * and ALiBi still add to it); a key of a partial block goes through every
+ * rule; a key of no listed block is masked and never read
+ * (docs/SEMANTICS.md, "Block lists"). Rejected with RLX_INVALID_ARGUMENT,
+ * nothing written: q_block or k_block 0, q_blocks != ceil(q_len /
+ * q_block), batch or heads neither 1 nor the scores', indices NULL, only
+ * one of the full pair NULL, a count outside [0, max_blocks], an index
+ * outside [0, ceil(k_len / k_block)), a key block listed twice for a
+ * query block (in one list, or full and partial), and a key list too.
+ * rlx_classify_blocks' lists, converted to int32, give back the mask they
+ * classify. */
 typedef struct {
   const int32_t* num_blocks;
   const int32_t* indices;

@@ -132,15 +132,19 @@ enum class DenseKind : std::uint8_t {
 // segments, no groups, no dense part) are computed from those intervals
 // alone; explicit key positions, segments, groups and dense parts are
 // evaluated per element.
-// A block list: FlexAttention's BlockMask (docs/SEMANTICS.md, "Key lists
-// and block lists"). Query row q is in query block q / q_block; key block j
+// A block list: FlexAttention's BlockMask (docs/SEMANTICS.md, "Block
+// lists"). Query row q is in query block q / q_block; key block j
 // holds keys [j * k_block, (j + 1) * k_block). For query block i of (b, h),
 // num_blocks[(b * heads + h) * q_blocks + i] partial key blocks are listed in
 // indices[((b * heads + h) * q_blocks + i) * max_blocks + slot], and likewise
 // full_num_blocks / full_indices the full ones (both null: none). batch and
 // heads are the scores' extents or 1 (broadcast). Keys of a full block are
-// kept without the rules or a dense keep part; keys of a partial block go
-// through them; keys of no listed block are masked and never read.
+// kept without the position rules or a dense keep part (valid and
+// same_segment still apply; a bias and ALiBi still add); keys of a partial
+// block go through them; keys of no listed block are masked and never read.
+// Blocks may be listed in any order; a block listed twice for a query block
+// (or both full and partial) is an error, as are bad extents, counts and
+// indices (std::invalid_argument, nothing written).
 struct BlockList {
   const std::int32_t* num_blocks = nullptr;       // [batch, heads, q_blocks]
   const std::int32_t* indices = nullptr;          // [..., q_blocks, max_blocks]

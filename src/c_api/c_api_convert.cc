@@ -233,7 +233,6 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
 #define RLX_MAP_kPosition(field) spec.field = FromC(m.field);
 #define RLX_MAP_kExtent(field) spec.field = FromC(m.field);
 #define RLX_MAP_kRule(field) spec.field = FromC(m.field);
-#define RLX_MAP_kNotYetBuilt(field) spec.field = FromC(m.field);
 #define RLX_MAP_kList(field) spec.field = FromC(m.field);
 #define RLX_MAP(field, role) RLX_MAP_##role(field)
   RLX_MASK_FIELD_LIST(RLX_MAP, RLX_MASK_FIELD_NOTHING)
@@ -245,7 +244,6 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
 #undef RLX_MAP_kPosition
 #undef RLX_MAP_kExtent
 #undef RLX_MAP_kRule
-#undef RLX_MAP_kNotYetBuilt
 #undef RLX_MAP_kList
   return spec;
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "rlx/score_kernels.h"
+#include "src/mask/block_list.h"
 #include "src/mask/key_list.h"
 #include "src/mask/mask_rows.h"
 #include "src/util/checked_size.h"
@@ -75,6 +76,15 @@ void Check(const MaskSpec& mask, const Shape4& shape, std::size_t b,
            ShapeString(shape));
     }
   }
+  if (mask.block_list.num_blocks != nullptr) {
+    const BlockList& l = mask.block_list;
+    if ((l.batch != 1 && l.batch != shape.batch) ||
+        (l.heads != 1 && l.heads != shape.heads)) {
+      Fail("block list batch " + std::to_string(l.batch) + " and heads " +
+           std::to_string(l.heads) + " must each be 1 or the extent of " +
+           ShapeString(shape));
+    }
+  }
   // The rest of the mask's checks, as the kernels make them.
   try {
     kept_keys(mask, b, 0, shape.q_len, shape.k_len);
@@ -114,9 +124,11 @@ void classify_blocks(const MaskSpec& mask, const Shape4& shape,
   Check(mask, shape, batch_index, head, tq, tk, out);
   const detail::Rules rules = detail::RulesOf(mask);
   const bool bias = rules.dense == DenseKind::kBias;
-  // A key list: its rows' bytes, ANDed with the listed keys.
+  // A key list or a block list: its rows' bytes, ANDed with the listed
+  // keys (src/mask/key_list.h, src/mask/block_list.h).
   const bool listed = mask.key_indices != nullptr;
-  const bool per_element = rules.per_element || bias || listed;
+  const bool blocks = detail::HasBlockList(mask);
+  const bool per_element = rules.per_element || bias || listed || blocks;
   const std::size_t n = shape.k_len, k_blocks = out.k_blocks;
   // Per key block of the current query block: rows keeping all of it, rows
   // keeping any of it; as difference arrays for the interval rows.
@@ -149,9 +161,14 @@ void classify_blocks(const MaskSpec& mask, const Shape4& shape,
         continue;
       }
       const detail::RowIndex i{batch_index, head, q};
-      std::memset(bytes.data(), 0, n);
-      detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, bytes.data(),
-                           /*origin=*/0, /*cache=*/nullptr);
+      if (blocks) {
+        detail::BlockListRowKeepBytes(mask, rules, i, shape.q_len, n,
+                                      bytes.data());
+      } else {
+        std::memset(bytes.data(), 0, n);
+        detail::RowKeepBytes(mask, rules, i, shape.q_len, n, kept, bytes.data(),
+                             /*origin=*/0, /*cache=*/nullptr);
+      }
       if (bias) {
         const float* row = static_cast<const float*>(mask.data) +
                            detail::RowOffset(mask.shape, mask.strides, i);

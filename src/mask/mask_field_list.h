@@ -30,11 +30,9 @@
  *   kExtent    a rule's size_t extent, 0 = absent, at most INT64_MAX
  *   kRule      a rule's array, nullptr = absent
  *   kList      a mask part that restricts a row to listed keys (a key
- *              list): a rule (AnyRuleSet counts it), checked by hand in
- *              CheckMask (extents) and per call's rows (slots)
- *   kNotYetBuilt declared in the API but without kernels in this build:
- *              CheckMask rejects it when set (generated); a mask part moves
- *              to its real role with its kernels */
+ *              list, a block list): a rule (AnyRuleSet counts it), checked
+ *              by hand in CheckMask (CheckKeyList, CheckBlockList) */
+
 #ifndef RLX_SRC_MASK_MASK_FIELD_LIST_H_
 #define RLX_SRC_MASK_MASK_FIELD_LIST_H_
 
@@ -63,7 +61,7 @@
   X(k_group, kRule) SEP()                   \
   X(key_indices, kList) SEP()               \
   X(key_indices_shape, kList) SEP()         \
-  X(block_list, kNotYetBuilt)
+  X(block_list, kList)
 /* clang-format on */
 
 #define RLX_MASK_FIELD_NOTHING()
@@ -97,7 +95,6 @@ constexpr bool IsRuleField(MaskField f) {
 #define RLX_FIELD_IS_RULE_kPosition true
 #define RLX_FIELD_IS_RULE_kExtent true
 #define RLX_FIELD_IS_RULE_kRule true
-#define RLX_FIELD_IS_RULE_kNotYetBuilt false
 #define RLX_FIELD_IS_RULE_kList true
 #define RLX_FIELD_CASE(field, role) \
   case MaskField::field:            \
@@ -111,7 +108,6 @@ constexpr bool IsRuleField(MaskField f) {
 #undef RLX_FIELD_IS_RULE_kPosition
 #undef RLX_FIELD_IS_RULE_kExtent
 #undef RLX_FIELD_IS_RULE_kRule
-#undef RLX_FIELD_IS_RULE_kNotYetBuilt
 #undef RLX_FIELD_IS_RULE_kList
   return false;
 }
@@ -150,7 +146,6 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #define RLX_FIELD_RULE_kPosition(field)
 #define RLX_FIELD_RULE_kExtent(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE_kRule(field) any = any || !Absent(m.field);
-#define RLX_FIELD_RULE_kNotYetBuilt(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE_kList(field) any = any || !Absent(m.field);
 #define RLX_FIELD_RULE(field, role) RLX_FIELD_RULE_##role(field)
   RLX_MASK_FIELD_LIST(RLX_FIELD_RULE, RLX_MASK_FIELD_NOTHING)
@@ -162,7 +157,6 @@ inline bool AnyRuleSet(const MaskSpec& m) {
 #undef RLX_FIELD_RULE_kPosition
 #undef RLX_FIELD_RULE_kExtent
 #undef RLX_FIELD_RULE_kRule
-#undef RLX_FIELD_RULE_kNotYetBuilt
 #undef RLX_FIELD_RULE_kList
   return any;
 }

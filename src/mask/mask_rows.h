@@ -50,6 +50,9 @@ struct Rules {
   // A key list (key_indices): each row keeps its listed keys alone
   // (src/mask/key_list.h), ANDed with the other rules.
   bool key_list = false;
+  // A block list (block_list.num_blocks): each row keeps the keys of its
+  // listed blocks alone (src/mask/block_list.h), ANDed with the other rules.
+  bool block_list = false;
 };
 
 inline Rules RulesOf(const MaskSpec& mask) {
@@ -76,6 +79,7 @@ inline Rules RulesOf(const MaskSpec& mask) {
   r.segments = mask.q_segment != nullptr;
   r.groups = mask.q_group != nullptr;
   r.key_list = mask.key_indices != nullptr;
+  r.block_list = mask.block_list.num_blocks != nullptr;
   r.per_element = r.explicit_keys || r.segments || r.groups ||
                   (r.dense != DenseKind::kNone && r.dense != DenseKind::kBias);
   // No rule field of the list (src/mask/mask_field_list.h) set: a new rule

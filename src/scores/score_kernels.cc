@@ -3,9 +3,11 @@
 // written when they fail), then one dispatch per call covering all its rows.
 #include "rlx/score_kernels.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <stdexcept>
@@ -17,6 +19,7 @@
 #include "hwy/highway.h"
 #include "src/scores/apply_key_list-inl.h"
 #include "src/scores/apply_mask-inl.h"
+#include "src/scores/block_list_apply-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {
@@ -24,6 +27,16 @@ namespace HWY_NAMESPACE {
 
 void ApplyMask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
                float fill) {
+  if (detail::HasBlockList(mask)) {
+    switch (scores.type) {
+      case ScoreType::kF32:
+        return ApplyBlockListRows<ScoreType::kF32>(scores, mask, rows, fill);
+      case ScoreType::kBF16:
+        return ApplyBlockListRows<ScoreType::kBF16>(scores, mask, rows, fill);
+      case ScoreType::kF16:
+        return ApplyBlockListRows<ScoreType::kF16>(scores, mask, rows, fill);
+    }
+  }
   switch (scores.type) {
     case ScoreType::kF32:
       return ApplyMaskRows<ScoreType::kF32>(scores, mask, rows, fill);
@@ -41,6 +54,7 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/mask/block_list.h"
 #include "src/mask/key_list.h"
 #include "src/mask/mask_field_list.h"
 #include "src/mask/mask_kind_list.h"
@@ -239,6 +253,113 @@ bool IsMaskKind(MaskKind kind) {
   return static_cast<std::size_t>(kind) < kinds::kMaskKindCount;
 }
 
+// A block list (docs/SEMANTICS.md, "Block lists"): its extents against the
+// scores', its counts and indices, and no key block listed twice for a
+// query block (twice in one list, or both full and partial: an error, not
+// a union; FlexAttention never produces either). Every entry is read, so
+// that nothing is written when one is bad.
+void CheckBlockList(const char* who, const MaskSpec& mask,
+                    const Shape4& scores) {
+  const BlockList& list = mask.block_list;
+  if (list.num_blocks == nullptr) return;
+  if (mask.key_indices != nullptr) {
+    Fail(who,
+         "a mask takes a key list (key_indices) or a block list "
+         "(block_list), not both");
+  }
+  const auto sizes = [&] {
+    return "block list batch " + std::to_string(list.batch) + ", heads " +
+           std::to_string(list.heads) + ", q_blocks " +
+           std::to_string(list.q_blocks) + ", max_blocks " +
+           std::to_string(list.max_blocks) + ", q_block " +
+           std::to_string(list.q_block) + ", k_block " +
+           std::to_string(list.k_block);
+  };
+  if (list.indices == nullptr) {
+    Fail(who, "block list indices is null (num_blocks is set)");
+  }
+  if ((list.full_num_blocks == nullptr) != (list.full_indices == nullptr)) {
+    Fail(who, std::string("block list full_num_blocks and full_indices are "
+                          "both given or both null, but ") +
+                  (list.full_num_blocks == nullptr ? "full_num_blocks"
+                                                   : "full_indices") +
+                  " is null");
+  }
+  if (list.q_block == 0 || list.k_block == 0) {
+    Fail(who, sizes() + ": q_block and k_block must be at least 1");
+  }
+  if ((list.batch != 1 && list.batch != scores.batch) ||
+      (list.heads != 1 && list.heads != scores.heads)) {
+    Fail(who, sizes() + ": batch and heads must each be 1 or the scores' " +
+                  ShapeString(scores));
+  }
+  const std::size_t q_blocks =
+      scores.q_len / list.q_block + (scores.q_len % list.q_block != 0);
+  if (list.q_blocks != q_blocks) {
+    Fail(who, sizes() + ": q_blocks must be ceil(q_len / q_block) = " +
+                  std::to_string(q_blocks) + " for q_len " +
+                  std::to_string(scores.q_len));
+  }
+  const std::size_t k_blocks =
+      scores.k_len / list.k_block + (scores.k_len % list.k_block != 0);
+  if (!detail::CheckedProduct(
+          {list.batch, list.heads, list.q_blocks, list.max_blocks})) {
+    Fail(who, sizes() + " describe more than " + MaxSizeString() + " entries");
+  }
+  // Listed blocks of one query block, a window of key blocks at a time in
+  // a fixed bitset (no allocation).
+  constexpr std::size_t kWindow = 4096;
+  std::uint64_t seen[kWindow / 64];
+  const std::size_t rows = list.batch * list.heads * list.q_blocks;
+  for (std::size_t row = 0; row < rows; ++row) {
+    const std::int32_t* counts[] = {list.num_blocks, list.full_num_blocks};
+    const std::int32_t* lists[] = {list.indices, list.full_indices};
+    const char* names[] = {"num_blocks", "full_num_blocks"};
+    const char* index_names[] = {"indices", "full_indices"};
+    for (int l = 0; l < 2; ++l) {
+      if (counts[l] == nullptr) continue;
+      const std::int32_t count = counts[l][row];
+      if (count < 0 || static_cast<std::size_t>(count) > list.max_blocks) {
+        Fail(who, std::string("block list ") + names[l] + "[" +
+                      std::to_string(row) + "] = " + std::to_string(count) +
+                      " is not in [0, max_blocks " +
+                      std::to_string(list.max_blocks) + "]");
+      }
+      for (std::int32_t s = 0; s < count; ++s) {
+        const std::int32_t j = lists[l][row * list.max_blocks + s];
+        if (j < 0 || static_cast<std::size_t>(j) >= k_blocks) {
+          Fail(who, std::string("block list ") + index_names[l] + "[" +
+                        std::to_string(row * list.max_blocks + s) + "] = " +
+                        std::to_string(j) + " is not a key block in [0, " +
+                        std::to_string(k_blocks) + ") (k_len " +
+                        std::to_string(scores.k_len) + ", k_block " +
+                        std::to_string(list.k_block) + ")");
+        }
+      }
+    }
+    for (std::size_t w = 0; w < k_blocks; w += kWindow) {
+      std::memset(seen, 0, sizeof(seen));
+      for (int l = 0; l < 2; ++l) {
+        if (counts[l] == nullptr) continue;
+        for (std::int32_t s = 0; s < counts[l][row]; ++s) {
+          const auto j =
+              static_cast<std::size_t>(lists[l][row * list.max_blocks + s]);
+          if (j < w || j >= w + kWindow) continue;
+          std::uint64_t& word = seen[(j - w) / 64];
+          const std::uint64_t bit = std::uint64_t{1} << ((j - w) % 64);
+          if (word & bit) {
+            Fail(who, "block list query block " + std::to_string(row) +
+                          " (of batch x heads x q_blocks) lists key block " +
+                          std::to_string(j) +
+                          " twice (in one list, or both full and partial)");
+          }
+          word |= bit;
+        }
+      }
+    }
+  }
+}
+
 void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
   if (!IsMaskKind(mask.kind)) {
     Fail(who, "mask kind " + std::to_string(static_cast<int>(mask.kind)) +
@@ -285,13 +406,8 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #define RLX_CHECK_kPosition(field)
 #define RLX_CHECK_kRule(field)
 #define RLX_CHECK_kExtent(field) CheckRuleExtent(who, #field, mask.field);
-#define RLX_CHECK_kList(field)  // CheckKeyList, below
-#define RLX_CHECK_kNotYetBuilt(field)                                 \
-  if (!fields::Absent(mask.field)) {                                  \
-    Fail(who, "mask field " #field                                    \
-              " is not supported by this build of the library (set: " \
-              "rejected rather than ignored)");                       \
-  }
+// kList fields: checked by hand below (CheckKeyList, CheckBlockList).
+#define RLX_CHECK_kList(field)
 #define RLX_CHECK(field, role) RLX_CHECK_##role(field)
   RLX_MASK_FIELD_LIST(RLX_CHECK, RLX_MASK_FIELD_NOTHING)
 #undef RLX_CHECK
@@ -302,7 +418,6 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #undef RLX_CHECK_kPosition
 #undef RLX_CHECK_kRule
 #undef RLX_CHECK_kExtent
-#undef RLX_CHECK_kNotYetBuilt
 #undef RLX_CHECK_kList
   CheckKeyList(who, mask, scores);
   if ((mask.q_segment == nullptr) != (mask.k_segment == nullptr)) {
@@ -310,6 +425,7 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
                   (mask.q_segment == nullptr ? "q_segment" : "k_segment") +
                   " is null");
   }
+  CheckBlockList(who, mask, scores);
   if ((mask.q_group == nullptr) != (mask.k_group == nullptr)) {
     Fail(who, std::string("groups need both sides, but ") +
                   (mask.q_group == nullptr ? "q_group" : "k_group") +
@@ -371,18 +487,30 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   }
   const bool dense = mask.dense_part() != DenseKind::kNone;
   const bool listed = mask.key_indices != nullptr;
+  const bool blocks = detail::HasBlockList(mask);
   const Shape4& ls = mask.key_indices_shape;
-  // Only the row's own batch is known: a dense part and a key list must
-  // hold that batch (or broadcast over batches); any head count is fine.
+  // Only the row's own batch is known: a dense part, a key list and a block
+  // list must hold that batch (or broadcast over batches); any head count is
+  // fine (kept_keys names no head: it covers them all).
   std::size_t batches = batch_index + 1;
   if (dense && mask.shape.batch > batch_index) batches = mask.shape.batch;
-  if (listed && ls.batch > batch_index && ls.batch != 1) batches = ls.batch;
+  if (listed && ls.batch > batch_index && ls.batch != 1) {
+    batches = std::max(batches, ls.batch);
+  }
+  if (blocks && mask.block_list.batch > batch_index) {
+    batches = std::max(batches, mask.block_list.batch);
+  }
   std::size_t heads = dense ? mask.shape.heads : 1;
-  if (listed && ls.heads != 1 && heads == 1) heads = ls.heads;
+  if (listed && ls.heads != 1) heads = std::max(heads, ls.heads);
+  if (blocks) heads = std::max(heads, mask.block_list.heads);
   const Shape4 shape{batches, heads, q_len, k_len};
   CheckMask(kWho, mask, shape);
-  const KeptKeys cover = detail::KeptKeysOf(mask, detail::RulesOf(mask),
-                                            batch_index, q, q_len, k_len);
+  const detail::Rules rules = detail::RulesOf(mask);
+  if (blocks) {
+    return detail::BlockListKeptKeys(mask, rules, batch_index, q, q_len, k_len);
+  }
+  const KeptKeys cover =
+      detail::KeptKeysOf(mask, rules, batch_index, q, q_len, k_len);
   if (!listed) return cover;
   // The slots of every head's list of the row (a list broadcast over
   // queries: its one row).

@@ -496,8 +496,9 @@ inline void SoftmaxRow(detail::RowPath path, const RowSegments& row,
     case RowPath::kPlainAlibiBatch:
     case RowPath::kDecodeRun:
     case RowPath::kPlainHandOff:
-    case RowPath::kKeyList:  // the key-list kernel's, a whole call
-      HWY_DASSERT(false);    // never a general row's path
+    case RowPath::kKeyList:  // the list kernels', a whole call
+    case RowPath::kBlockList:
+      HWY_DASSERT(false);  // never a general row's path
       return;
   }
   SoftmaxSegments(df, row, BiasSource{RowBias(code)}, options, code.sink,

@@ -104,6 +104,7 @@ class PlainLoop {
       case detail::RowPath::kAlibiImplicit:
       case detail::RowPath::kAlibiExplicit:
       case detail::RowPath::kKeyList:
+      case detail::RowPath::kBlockList:
         // Not a plain call: the caller sends it to its loop.
         return general_(in_, options_, rows_);
     }

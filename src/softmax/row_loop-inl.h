@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // masked_softmax over a range of rows of any row type: the entry of the
 // softmax row loops. ChooseRowPath (src/softmax/row_path.h) decides, from
-// the call's facts, which loop takes the call: the key-list kernel
-// (src/softmax/key_list_softmax.h), the plain loop
+// the call's facts, which loop takes the call: the key-list or block-list
+// kernel (src/softmax/{key,block}_list_softmax.h), the plain loop
 // (src/softmax/plain_loop-inl.h, which hands the rows that do not fit a
 // batch to the general loop), the loop of f32 rows of a dense mask alone,
 // or the general loop (src/softmax/general_loop-inl.h), whose rows each
@@ -19,6 +19,7 @@
 #include "hwy/highway.h"
 #include "rlx/score_kernels.h"
 #include "src/mask/mask_rows.h"
+#include "src/softmax/block_list_softmax.h"
 #include "src/softmax/general_loop-inl.h"
 #include "src/softmax/key_list_softmax.h"
 #include "src/softmax/plain_loop-inl.h"
@@ -63,6 +64,10 @@ void SoftmaxRowsOf(const ScoreView& in, const ScoreView& out,
       // The split softmax rejects key lists: no part here.
       HWY_DASSERT(part == nullptr);
       return detail::KeyListSoftmaxRows(in, out, mask, options, rows);
+    case detail::RowPath::kBlockList:
+      // Every row walks its listed blocks alone, whole or split
+      // (src/softmax/block_list_softmax-inl.h, its own unit and dispatch).
+      return detail::BlockListSoftmaxRows(in, out, mask, options, rows, part);
     case detail::RowPath::kPlainHandOff:  // a row's, after its pass 1
     case detail::RowPath::kDenseKeep:
     case detail::RowPath::kIntervals:

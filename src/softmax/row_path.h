@@ -25,6 +25,7 @@
 // kAlibiImplicit    general_loop, general_row_units    general_row_alibi
 // kAlibiExplicit    general_loop, general_row_units    general_row_alibi_explicit
 // kKeyList          key_list_softmax                   key_list_softmax
+// kBlockList        block_list_softmax                 block_list_softmax
 // clang-format on
 //
 // docs/KERNELS.md ("Which code runs for a row") has the same table with what
@@ -67,7 +68,10 @@ namespace rlx::detail {
   X(kAlibiExplicit, "rows with ALiBi over explicit key positions")          \
   X(kKeyList,                                                               \
     "rows of a key list: the listed keys alone, gathered, whatever the "    \
-    "other rules")
+    "other rules")                                                          \
+  X(kBlockList,                                                             \
+    "rows of a block list: the listed blocks alone, whole rows or split "   \
+    "parts")
 
 enum class RowPath : std::uint8_t {
 #define RLX_ROW_PATH_ENUMERATOR(name, what) name,
@@ -98,6 +102,9 @@ struct CallFacts {
   // Rules::key_list: the whole call runs on the key-list kernel. The split
   // softmax rejects key lists before it gets here.
   bool key_list = false;
+  // Rules::block_list: the whole call (whole rows or split parts) runs on
+  // the block-list kernel. A mask with both lists is rejected.
+  bool block_list = false;
 };
 
 inline CallFacts CallFactsOf(const Rules& rules, const SoftmaxOptions& options,
@@ -114,6 +121,7 @@ inline CallFacts CallFactsOf(const Rules& rules, const SoftmaxOptions& options,
   c.explicit_keys = rules.explicit_keys;
   c.dense_only = rules.dense_only;
   c.key_list = rules.key_list;
+  c.block_list = rules.block_list;
   return c;
 }
 
@@ -170,8 +178,9 @@ constexpr bool CallMayBePlain(const CallFacts& c) {
 
 // The decision (docs/KERNELS.md, "Which code runs for a row").
 constexpr RowPath ChooseRowPath(const CallFacts& c, const RowFacts& r) {
-  // A call-level path: every row of the call, whatever its row facts.
+  // Call-level paths: every row of the call, whatever its row facts.
   if (c.key_list) return RowPath::kKeyList;
+  if (c.block_list) return RowPath::kBlockList;
   if (ReadsDenseRows(c)) {
     if (c.f32 && !c.split_part) return RowPath::kDenseOnlyF32;
     return c.dense == DenseKind::kBias ? RowPath::kBias : RowPath::kDenseKeep;
@@ -206,7 +215,7 @@ constexpr bool IsPlainPath(RowPath path) {
 // Test hook: per-path row counts of the calling thread, while counting is
 // on. The loops count once per batch of rows (plain batches, a dense call)
 // or per row (the general loop, whose rows each take their own decision;
-// the key-list kernel counts once per call, its whole row range):
+// the key-list and block-list kernels count once per call, its row range):
 // one relaxed load and a predicted branch while counting is off.
 extern std::atomic<bool> g_count_row_paths;
 void AddRowPathCount(RowPath path, std::size_t rows);

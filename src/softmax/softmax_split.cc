@@ -21,6 +21,7 @@
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/mask/block_list.h"
 #include "src/mask/mask_rows.h"
 #include "src/softmax/softmax_rows.h"
 
@@ -236,19 +237,44 @@ void finish_softmax_part(const ScoreView& scores, const MaskSpec& mask,
       options.row_lse[r] = static_cast<float>(lse);
     const SoftmaxPartStats& mine = parts[part][r];
     if (!nan && !(mine.sum > 0.0)) continue;  // this part kept no key
-    KeptKeys kept = detail::KeptKeysOf(mask, rules, i.b, i.q, s.q_len, s.k_len);
-    detail::ClipKeptKeys(&kept, {keys.begin, keys.end});
     char* const row = static_cast<char*>(scores.data) +
                       detail::RowOffset(s, scores.strides, i) * elem;
     const auto factor = static_cast<float>(std::exp(mine.log_scale - lse));
-    for (std::size_t j = 0; j < kept.count; ++j) {
-      const KeyInterval& iv = kept.intervals[j];
-      void* const first = row + iv.begin * elem;
+    const auto scale = [&](std::size_t begin, std::size_t end) {
+      void* const first = row + begin * elem;
       if (nan) {
-        NaNNonzero(scores.type, first, iv.size());
+        NaNNonzero(scores.type, first, end - begin);
       } else {
-        scale_row(scores.type, first, iv.size(), factor);
+        scale_row(scores.type, first, end - begin, factor);
       }
+    };
+    if (detail::HasBlockList(mask)) {
+      // The keys step 1 wrote: the row's listed blocks inside kept_keys.
+      KeptKeys cover =
+          detail::BlockListKeptKeys(mask, rules, i.b, i.q, s.q_len, s.k_len);
+      detail::ClipKeptKeys(&cover, {keys.begin, keys.end});
+      const detail::BlockListRow listed =
+          detail::BlockListRowOf(mask.block_list, i.b, i.h, i.q);
+      const auto blocks = [&](const std::int32_t* idx, std::size_t count) {
+        for (std::size_t e = 0; e < count; ++e) {
+          const KeyInterval block =
+              detail::KeyBlockOf(mask.block_list, idx[e], s.k_len);
+          for (std::size_t j = 0; j < cover.count; ++j) {
+            const std::size_t begin =
+                std::max(block.begin, cover.intervals[j].begin);
+            const std::size_t end = std::min(block.end, cover.intervals[j].end);
+            if (begin < end) scale(begin, end);
+          }
+        }
+      };
+      blocks(listed.full, listed.full_count);
+      blocks(listed.partial, listed.partial_count);
+      continue;
+    }
+    KeptKeys kept = detail::KeptKeysOf(mask, rules, i.b, i.q, s.q_len, s.k_len);
+    detail::ClipKeptKeys(&kept, {keys.begin, keys.end});
+    for (std::size_t j = 0; j < kept.count; ++j) {
+      scale(kept.intervals[j].begin, kept.intervals[j].end);
     }
   }
 }

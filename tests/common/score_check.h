@@ -174,8 +174,8 @@ inline std::string SoftmaxMismatch(const ScoreView& before,
                    ", oracle " + Num(p_ref);
           };
           if (!reference::is_kept(mask, s, b, h, q, k)) {
-            // Kept-only writes: the keys inside kept_keys (with a key list,
-            // the listed ones).
+            // Kept-only writes: the keys inside kept_keys (with a key list
+            // or a block list, the listed ones).
             if ((options.zero_masked ||
                  (Contains(written, k) &&
                   reference::is_listed(mask, b, h, q, k))) &&
@@ -264,7 +264,8 @@ inline std::string KeptOnlyUnwritten(const ScoreView& before,
       const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
       for (std::size_t h = 0; h < s.heads; ++h)
         for (std::size_t k = 0; k < s.k_len; ++k) {
-          // With a key list, only its listed keys inside kept_keys.
+          // With a key list or a block list, only the row's listed keys
+          // inside kept_keys.
           if (Contains(written, k) && reference::is_listed(mask, b, h, q, k)) {
             continue;
           }

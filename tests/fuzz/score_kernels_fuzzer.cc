@@ -101,6 +101,9 @@ struct Case {
   std::vector<std::uint64_t> bits;     // keep_bits words
   std::vector<std::int64_t> offsets, prefix_end, q_position, k_position;
   std::vector<std::int32_t> q_segment, k_segment;
+  // The block list's num_blocks, indices and the full pair.
+  std::vector<std::int32_t> block_num, block_indices, block_full_num,
+      block_full_indices;
   std::vector<std::int32_t> q_group, k_group;
   std::vector<std::int32_t> key_indices;  // a key list's slots
   std::vector<float> sinks, slopes;       // options.sink_logits / alibi_slopes
@@ -254,10 +257,9 @@ constexpr std::uint32_t FlagOf(fields::MaskField f) {
     // bytes there and draws a list).
     case F::key_indices:
     case F::key_indices_shape:
-      return 1024;
-    // Declared, not built yet: CheckMask rejects them.
+      return 2048;
     case F::block_list:
-      return 0;
+      return 1024;
   }
   return 0;
 }
@@ -271,11 +273,54 @@ static_assert(
     EveryRuleFieldHasAFlag(),
     "a rule field of src/mask/mask_field_list.h the fuzzer does not draw");
 
+// A block list over c's shape: q_block and k_block, batch and heads (each 1
+// or the extent), then for each query block row each key block unlisted,
+// partial or full (ascending or descending); the full pair null in a
+// quarter of the lists.
+void DrawBlockList(Reader& r, Case& c) {
+  const Shape4& s = c.shape;
+  BlockList l;
+  l.q_block = 1 + r.Pick(s.q_len + 1);
+  l.k_block = 1 + r.Pick(r.Bit() ? s.k_len + 1 : 8);
+  l.batch = r.Bit() ? s.batch : 1;
+  l.heads = r.Bit() ? s.heads : 1;
+  l.q_blocks = (s.q_len + l.q_block - 1) / l.q_block;
+  const std::size_t k_blocks = (s.k_len + l.k_block - 1) / l.k_block;
+  l.max_blocks = k_blocks + r.Pick(2);
+  const bool with_full = r.Pick(4) != 0;
+  const bool descending = r.Bit();
+  const std::size_t rows = l.batch * l.heads * l.q_blocks;
+  c.block_num.assign(rows, 0);
+  c.block_full_num.assign(rows, 0);
+  c.block_indices.assign(rows * l.max_blocks, -1);
+  c.block_full_indices.assign(rows * l.max_blocks, -1);
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t e = 0; e < k_blocks; ++e) {
+      const auto j =
+          static_cast<std::int32_t>(descending ? k_blocks - 1 - e : e);
+      const std::uint32_t how = r.Byte() % 3;  // unlisted, partial, full
+      if (how == 2 && with_full) {
+        c.block_full_indices[row * l.max_blocks + c.block_full_num[row]++] = j;
+      } else if (how != 0) {
+        c.block_indices[row * l.max_blocks + c.block_num[row]++] = j;
+      }
+    }
+  }
+  l.num_blocks = c.block_num.data();
+  l.indices = c.block_indices.data();
+  if (with_full) {
+    l.full_num_blocks = c.block_full_num.data();
+    l.full_indices = c.block_full_indices.data();
+  }
+  c.mask = c.mask.with_block_list(l);
+}
+
 // The rules of the second rule byte, drawn after everything else, the row
 // split included (inputs written before they existed decode as before up
 // to their split; only trailing bytes beyond it, unread then, can draw
 // them now): bit 0 a two-sided window's window_keys_after, bit 1 groups (0
-// = no group, about a third of the entries, two groups otherwise).
+// = no group, about a third of the entries, two groups otherwise), bit 2 a
+// block list (DrawBlockList).
 void MoreRules(Reader& r, Case& c) {
   const std::uint32_t more = r.Byte();
   const std::size_t k_len = c.shape.k_len;
@@ -291,6 +336,8 @@ void MoreRules(Reader& r, Case& c) {
     }
     c.mask = c.mask.with_groups(c.q_group.data(), c.k_group.data());
   }
+  // A mask has at most one list part: no block list on a key list.
+  if ((more & 4) && c.key_indices.empty()) DrawBlockList(r, c);
 }
 
 Case Decode(Reader& r) {
@@ -426,7 +473,7 @@ Case Decode(Reader& r) {
     }
     c.rounding_scores = true;
   }
-  // A key list (flag 1024 of FlagOf): extents of the scores or 1, n from 0
+  // A key list (flag 2048 of FlagOf): extents of the scores or 1, n from 0
   // to past k_len, -1 slots and repeats; one slot more than used, so that
   // the pointer is never null.
   if (r.Byte() & 1) {
@@ -491,6 +538,17 @@ void PrintFloats(const char* name, const std::vector<float>& values) {
                  ls.heads, ls.q_len, ls.k_len);
   }
   PrintArray("key_indices", c.key_indices);
+  if (!c.block_num.empty()) {
+    const BlockList& l = c.mask.block_list;
+    std::fprintf(stderr,
+                 "\n  block list q_block %zu k_block %zu batch %zu heads %zu "
+                 "max_blocks %zu",
+                 l.q_block, l.k_block, l.batch, l.heads, l.max_blocks);
+  }
+  PrintArray("block num_blocks", c.block_num);
+  PrintArray("block indices", c.block_indices);
+  PrintArray("block full_num_blocks", c.block_full_num);
+  PrintArray("block full_indices", c.block_full_indices);
   const Shape4& m = mk.shape;
   std::fprintf(stderr,
                "\n  dense [%zu, %zu, %zu, %zu] strides {%zu, %zu, %zu}:",
@@ -528,9 +586,11 @@ Tensor ScoresOf(const Case& c) {
 // segments and no dense part (docs/SEMANTICS.md, "Kept keys"; rlx/scores.h
 // KeptKeys), in rows without a group (RowInAGroup).
 bool KeptKeysExact(const MaskSpec& mask) {
-  // A key list's kept_keys is its span: unlisted keys lie inside it.
-  return mask.k_position == nullptr && mask.q_segment == nullptr &&
-         mask.dense == DenseKind::kNone && mask.key_indices == nullptr &&
+  // A key list's or a block list's kept_keys is a cover: unlisted keys lie
+  // inside it.
+  return mask.block_list.num_blocks == nullptr && mask.k_position == nullptr &&
+         mask.q_segment == nullptr && mask.dense == DenseKind::kNone &&
+         mask.key_indices == nullptr &&
          MaskSpec::dense_kind_of(mask.kind) == DenseKind::kNone;
 }
 
@@ -816,6 +876,7 @@ class Census {
     if (!c.options.zero_masked) Add("option zero_masked = false");
     if (c.row_lse) Add("option row_lse");
     if (c.rounding_scores) Add("rounding scores");
+    if (!c.block_num.empty()) Add("block list");
     if (c.mask.window_keys_after != 0) Add("rule window_keys_after");
     if (!c.q_group.empty()) Add("rule groups");
   }

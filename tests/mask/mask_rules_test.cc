@@ -37,9 +37,9 @@ using ::testing::HasSubstr;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 bool RulesOnlyImplicit(const MaskSpec& m) {
-  return m.k_position == nullptr && m.q_segment == nullptr &&
-         m.q_group == nullptr && m.dense == DenseKind::kNone &&
-         m.key_indices == nullptr &&
+  return m.block_list.num_blocks == nullptr && m.k_position == nullptr &&
+         m.q_segment == nullptr && m.q_group == nullptr &&
+         m.dense == DenseKind::kNone && m.key_indices == nullptr &&
          (m.kind == MaskKind::kNone || m.kind == MaskKind::kCausal ||
           m.kind == MaskKind::kSlidingWindow || m.kind == MaskKind::kDecode);
 }
@@ -105,7 +105,8 @@ std::string KeptOnlyMismatch(const testing::Tensor& t,
         const KeptKeys written = kept_keys(mask, b, q, s.q_len, s.k_len);
         for (std::size_t k = 0; k < s.k_len; ++k) {
           const std::size_t off = base + testing::Offset(view, b, h, q, k) * es;
-          // With a key list, only the row's listed keys inside kept_keys.
+          // With a key list or a block list, only the row's listed keys
+          // inside kept_keys.
           const bool inside = testing::Contains(written, k) &&
                               reference::is_listed(mask, b, h, q, k);
           const std::vector<std::uint8_t>& want = inside ? full : t.bytes;
@@ -270,7 +271,8 @@ TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleOnSmallShapes) {
 
 // Every combination of the one list's kinds, the rules and the dense parts
 // (testing::EveryRuleCombination: today 8 kinds x 1024 rule sets, the 4
-// structured kinds with each of the 5 dense parts: 24576), each with random
+// structured kinds with each of the 5 dense parts, each with none, a key
+// list or a block list in turn: 24576), each with random
 // values, on one small shape with two batches and two heads: every kernel
 // and row type against the oracle, and kept_keys.
 TEST_P(MaskRulesTest, EveryCombinationMatchesTheOracleExhaustively) {

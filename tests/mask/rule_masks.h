@@ -30,8 +30,57 @@ struct RuleMask {
   std::vector<std::uint8_t> keep_u8;
   std::vector<std::uint64_t> keep_bits;
   std::vector<std::int32_t> key_indices;
+  std::vector<std::int32_t> block_num, block_indices, block_full_num,
+      block_full_indices;
   std::string name;
 };
+
+// A random block list for scores of shape `s` into rm's arrays (q_block and
+// k_block 1 to a little over the lengths, batch and heads 1 or the extent,
+// each key block of a query block listed full, partial or not at all, in a
+// random order; the full pair null in a quarter of the lists). Returns it;
+// the caller puts it on the mask.
+inline BlockList RandomBlockList(std::mt19937_64& rng, const Shape4& s,
+                                 RuleMask& rm) {
+  BlockList l;
+  l.q_block = 1 + rng() % (s.q_len + 1);
+  l.k_block = 1 + rng() % (rng() % 2 ? s.k_len + 1 : 8);
+  l.batch = rng() % 2 ? s.batch : 1;
+  l.heads = rng() % 2 ? s.heads : 1;
+  l.q_blocks = (s.q_len + l.q_block - 1) / l.q_block;
+  const std::size_t k_blocks = (s.k_len + l.k_block - 1) / l.k_block;
+  l.max_blocks = k_blocks + rng() % 2;
+  const bool with_full = rng() % 4 != 0;
+  const std::size_t rows = l.batch * l.heads * l.q_blocks;
+  rm.block_num.assign(rows, 0);
+  rm.block_full_num.assign(rows, 0);
+  rm.block_indices.assign(rows * l.max_blocks, -7);  // unused slots
+  rm.block_full_indices.assign(rows * l.max_blocks, -7);
+  const int listed_percent = static_cast<int>(rng() % 101);
+  std::vector<std::int32_t> order(k_blocks);
+  for (std::size_t row = 0; row < rows; ++row) {
+    for (std::size_t j = 0; j < k_blocks; ++j) {
+      order[j] = static_cast<std::int32_t>(j);
+    }
+    std::shuffle(order.begin(), order.end(), rng);
+    for (const std::int32_t j : order) {
+      if (static_cast<int>(rng() % 100) >= listed_percent) continue;
+      if (with_full && rng() % 2) {
+        rm.block_full_indices[row * l.max_blocks + rm.block_full_num[row]++] =
+            j;
+      } else {
+        rm.block_indices[row * l.max_blocks + rm.block_num[row]++] = j;
+      }
+    }
+  }
+  l.num_blocks = rm.block_num.data();
+  l.indices = rm.block_indices.data();
+  if (with_full) {
+    l.full_num_blocks = rm.block_full_num.data();
+    l.full_indices = rm.block_full_indices.data();
+  }
+  return l;
+}
 
 // A dense part's extents: each of the scores' or 1 (broadcast).
 inline Shape4 DenseShape(std::mt19937_64& rng, const Shape4& s) {
@@ -100,9 +149,14 @@ enum RuleBit : unsigned {
   kKPositions = 1u << 7,
   kWindowKeysAfter = 1u << 8,
   kGroups = 1u << 9,
+  // The two list parts: a mask has at most one (CheckMask rejects both),
+  // so combinations draw none, the key list or the block list.
   kKeyIndices = 1u << 10,
+  kBlockList = 1u << 11,
 };
-inline constexpr unsigned kRuleSets = 1u << 11;  // every subset of the bits
+// Every subset of the bits below the list parts.
+inline constexpr unsigned kRuleSets = 1u << 10;
+inline constexpr unsigned kListParts[] = {0, kKeyIndices, kBlockList};
 
 // The RuleBit that draws each field of the list (src/mask/mask_field_list.h), 0
 // for the fields the kind or the dense part draws: a field added to the
@@ -124,11 +178,11 @@ constexpr unsigned RuleBitOf(fields::MaskField f) {
     case F::q_group:
     case F::k_group:
       return kGroups;
-    case F::block_list:
-      return 0;
     case F::key_indices:
     case F::key_indices_shape:
       return kKeyIndices;
+    case F::block_list:
+      return kBlockList;
     case F::query_offsets:
       return kQueryOffsets;
     case F::window_keys:
@@ -169,14 +223,19 @@ struct RuleCombination {
 // structured kinds every dense part of the list on top.
 inline std::vector<RuleCombination> EveryRuleCombination() {
   std::vector<RuleCombination> all;
+  // The list part rotates over the combinations (none, key list, block
+  // list): each kind's rule sets meet all three, and the count stays that
+  // of the rule sets alone.
+  std::size_t turn = 0;
+  const auto list = [&] { return kListParts[turn++ % std::size(kListParts)]; };
   for (const MaskKind kind : kinds::kAllMaskKinds) {
     for (unsigned rules = 0; rules < kRuleSets; ++rules) {
       if (MaskSpec::dense_kind_of(kind) != DenseKind::kNone) {
-        all.push_back({kind, rules, DenseKind::kNone});
+        all.push_back({kind, rules | list(), DenseKind::kNone});
         continue;
       }
       for (const DenseKind dense : kinds::kAllDenseKinds) {
-        all.push_back({kind, rules, dense});
+        all.push_back({kind, rules | list(), dense});
       }
     }
   }
@@ -325,6 +384,11 @@ inline void RulesOf(std::mt19937_64& rng, const Shape4& s,
     m = m.with_key_indices(rm.key_indices.data(), ls);
     name += "+key_indices(n " + std::to_string(ls.k_len) + ")";
   }
+  if (c.rules & kBlockList) {
+    m = m.with_block_list(RandomBlockList(rng, s, rm));
+    name += "+block_list(" + std::to_string(m.block_list.q_block) + "x" +
+            std::to_string(m.block_list.k_block) + ")";
+  }
 }
 
 // A random combination (RulesOf): a kind of the list, each rule with its
@@ -336,9 +400,13 @@ inline void RandomRules(std::mt19937_64& rng, const Shape4& s, RuleMask& rm) {
   RuleCombination c;
   c.kind = kinds::kAllMaskKinds[rng() % kinds::kMaskKindCount];
   const int percent[] = {30, 35, 35, 30, 25, 30,
-                         25, 25, 25, 30, 20};  // per bit
+                         25, 25, 25, 30, 20, 20};  // per bit
   for (unsigned bit = 0; bit < std::size(percent); ++bit) {
     if (chance(percent[bit])) c.rules |= 1u << bit;
+  }
+  // At most one list part.
+  if ((c.rules & kKeyIndices) && (c.rules & kBlockList)) {
+    c.rules &= ~(rng() % 2 == 0 ? kKeyIndices : kBlockList);
   }
   static_assert(kinds::kAllDenseKinds[0] == DenseKind::kNone);
   if (MaskSpec::dense_kind_of(c.kind) == DenseKind::kNone && chance(35)) {

@@ -118,6 +118,52 @@ __int128 KeyPos(const MaskSpec& mask, const Shape4& scores, std::size_t b,
 
 }  // namespace
 
+namespace {
+
+// docs/SEMANTICS.md, "Block lists": how row (b, h, q)'s query block lists
+// key k's block: 0 not at all, 1 partial, 2 full; -1 without a block list.
+// A plain search of the row's two lists.
+int ListedAs(const MaskSpec& mask, std::size_t b, std::size_t h, std::size_t q,
+             std::size_t k) {
+  const BlockList& l = mask.block_list;
+  if (l.num_blocks == nullptr) return -1;
+  const std::size_t row =
+      ((l.batch == 1 ? 0 : b) * l.heads + (l.heads == 1 ? 0 : h)) * l.q_blocks +
+      q / l.q_block;
+  const auto block = static_cast<std::int32_t>(k / l.k_block);
+  for (std::int32_t s = 0; s < l.num_blocks[row]; ++s) {
+    if (l.indices[row * l.max_blocks + s] == block) return 1;
+  }
+  if (l.full_num_blocks != nullptr) {
+    for (std::int32_t s = 0; s < l.full_num_blocks[row]; ++s) {
+      if (l.full_indices[row * l.max_blocks + s] == block) return 2;
+    }
+  }
+  return 0;
+}
+
+// docs/SEMANTICS.md, "Key lists": whether row (b, h, q)'s key list names
+// key k (true without a key list).
+bool KeyListed(const MaskSpec& mask, std::size_t b, std::size_t h,
+               std::size_t q, std::size_t k) {
+  if (mask.key_indices == nullptr) return true;
+  const Shape4& ls = mask.key_indices_shape;
+  // Contiguous [batch or 1, heads or 1, q_len or 1, n]: extents of 1
+  // broadcast.
+  const std::size_t row =
+      ((ls.batch == 1 ? 0 : b) * ls.heads + (ls.heads == 1 ? 0 : h)) *
+          ls.q_len +
+      (ls.q_len == 1 ? 0 : q);
+  for (std::size_t s = 0; s < ls.k_len; ++s) {
+    if (mask.key_indices[row * ls.k_len + s] == static_cast<std::int64_t>(k)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 // docs/SEMANTICS.md, "Mask rules over logical positions", term by term. 128-bit
 // arithmetic: no position difference can overflow.
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
@@ -129,6 +175,16 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
   const bool same_segment =
       mask.q_segment == nullptr || mask.q_segment[b * scores.q_len + q] ==
                                        mask.k_segment[b * scores.k_len + k];
+  // listed(q, k), and a full block's keys: valid AND same_segment alone (a
+  // -inf bias still masks, as it adds -inf to the score).
+  if (!KeyListed(mask, b, h, q, k)) return false;
+  const int listed = ListedAs(mask, b, h, q, k);
+  if (listed == 0) return false;
+  if (listed == 2) {
+    return valid && same_segment &&
+           bias_at(mask, scores, b, h, q, k) !=
+               -std::numeric_limits<float>::infinity();
+  }
   const bool has_causal = mask.kind == MaskKind::kCausal ||
                           mask.kind == MaskKind::kSlidingWindow || decode;
   const bool causal = !has_causal || p_k <= p_q;
@@ -178,26 +234,12 @@ bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
               -std::numeric_limits<float>::infinity();
       break;
   }
-  return valid && same_segment && is_listed(mask, b, h, q, k) &&
-         (base || sink || group) && dense;
+  return valid && same_segment && (base || sink || group) && dense;
 }
 
 bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
                std::size_t q, std::size_t k) {
-  if (mask.key_indices == nullptr) return true;
-  const Shape4& ls = mask.key_indices_shape;
-  // Contiguous [batch or 1, heads or 1, q_len or 1, n]: extents of 1
-  // broadcast.
-  const std::size_t row =
-      ((ls.batch == 1 ? 0 : b) * ls.heads + (ls.heads == 1 ? 0 : h)) *
-          ls.q_len +
-      (ls.q_len == 1 ? 0 : q);
-  for (std::size_t s = 0; s < ls.k_len; ++s) {
-    if (mask.key_indices[row * ls.k_len + s] == static_cast<std::int64_t>(k)) {
-      return true;
-    }
-  }
-  return false;
+  return KeyListed(mask, b, h, q, k) && ListedAs(mask, b, h, q, k) != 0;
 }
 
 float bias_at(const MaskSpec& mask, const Shape4& scores, std::size_t b,

@@ -27,7 +27,8 @@ double element_at(const ScoreView& v, std::size_t off);
 bool is_kept(const MaskSpec& mask, const Shape4& scores, std::size_t b,
              std::size_t h, std::size_t q, std::size_t k);
 
-// Whether row (b, h, q)'s key list names key k (true without a key list).
+// Whether row (b, h, q) lists key k: its key list names it and its block
+// list lists k's block (each true when absent).
 bool is_listed(const MaskSpec& mask, std::size_t b, std::size_t h,
                std::size_t q, std::size_t k);
 

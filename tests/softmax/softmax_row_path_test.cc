@@ -34,7 +34,7 @@ TEST(RowPathTest, ChooseRowPathCoversEveryPath) {
   const DenseKind denses[] = {DenseKind::kNone, DenseKind::kKeepF32,
                               DenseKind::kKeepU8, DenseKind::kKeepBits,
                               DenseKind::kBias};
-  for (unsigned bits = 0; bits < (1u << 15); ++bits) {
+  for (unsigned bits = 0; bits < (1u << 16); ++bits) {
     for (const DenseKind dense : denses) {
       detail::CallFacts c;
       c.f32 = bits & 1;
@@ -47,6 +47,7 @@ TEST(RowPathTest, ChooseRowPathCoversEveryPath) {
       c.dense_only = bits & 128;
       c.dense = dense;
       c.key_list = bits & 16384;
+      c.block_list = (bits & 32768) && !c.key_list;  // never both
       detail::RowFacts r;
       r.fits_plain_batch = bits & 256;
       r.plain_max_fits = bits & 512;
@@ -107,6 +108,27 @@ TEST(RowPathTest, CallsOfEachKindChooseTheirPath) {
           detail::CallFactsOf(rules, plain, ScoreType::kBF16, q_len, false);
       EXPECT_EQ(detail::ChooseRowPath(c, {}), RowPath::kKeyList);
       EXPECT_EQ(detail::ChooseRowPath(c, long_row), RowPath::kKeyList);
+    }
+  }
+  // A block list takes the whole call too, split parts included.
+  const std::int32_t num_blocks[1] = {1}, indices[1] = {0};
+  BlockList blocks;
+  blocks.num_blocks = num_blocks;
+  blocks.indices = indices;
+  blocks.batch = blocks.heads = blocks.q_blocks = blocks.max_blocks = 1;
+  blocks.q_block = 8;
+  blocks.k_block = 16;
+  for (const MaskSpec& mask : {MaskSpec::causal().with_block_list(blocks),
+                               MaskSpec::none()
+                                   .with_bias(bias.data(), Shape4{1, 1, 8, 16})
+                                   .with_block_list(blocks)}) {
+    const detail::Rules rules = detail::RulesOf(mask);
+    EXPECT_TRUE(rules.block_list);
+    for (const bool split : {false, true}) {
+      const detail::CallFacts c =
+          detail::CallFactsOf(rules, plain, ScoreType::kF32, 8, split);
+      EXPECT_EQ(detail::ChooseRowPath(c, {}), RowPath::kBlockList);
+      EXPECT_EQ(detail::ChooseRowPath(c, long_row), RowPath::kBlockList);
     }
   }
 }
@@ -307,6 +329,51 @@ TEST_P(RowPathRunTest, KeyList) {
     EXPECT_EQ(RowsOn(RowPath::kKeyList, type, s,
                      MaskSpec::none().with_key_indices(slots.data(), per_head),
                      capped),
+              s.rows())
+        << testing::TypeName(type);
+  }
+}
+
+// Block lists: every row of the call on the block-list kernel, counted
+// once per call, none on the loops' paths; f32 and 16-bit rows, causal
+// and not, with and without full blocks.
+TEST_P(RowPathRunTest, BlockList) {
+  const Shape4 s{1, 2, 8, 70};
+  // Two query blocks of 4 rows, five key blocks of 16 keys (the last 6).
+  // Unsorted lists; a full block is never also a partial one.
+  std::vector<std::int32_t> num_blocks = {2, 1, 3, 2};     // [1, 2, 2]
+  std::vector<std::int32_t> indices = {2, 0, 0, 4, 0, 0,   // head 0
+                                       1, 4, 3, 2, 0, 0};  // head 1
+  std::vector<std::int32_t> full_num = {1, 0, 0, 1};
+  std::vector<std::int32_t> full_idx = {4, 0, 0, 0, 0, 0,  //
+                                        0, 0, 0, 3, 0, 0};
+  BlockList blocks;
+  blocks.num_blocks = num_blocks.data();
+  blocks.indices = indices.data();
+  blocks.batch = 1;
+  blocks.heads = 2;
+  blocks.q_blocks = 2;
+  blocks.max_blocks = 3;
+  blocks.q_block = 4;
+  blocks.k_block = 16;
+  BlockList with_full = blocks;
+  with_full.full_num_blocks = full_num.data();
+  with_full.full_indices = full_idx.data();
+  SoftmaxOptions capped;
+  capped.softcap = 20.0f;
+  for (const ScoreType type :
+       {ScoreType::kF32, ScoreType::kBF16, ScoreType::kF16}) {
+    EXPECT_EQ(RowsOn(RowPath::kBlockList, type, s,
+                     MaskSpec::causal().with_block_list(blocks), {}),
+              s.rows())
+        << testing::TypeName(type);
+    for (std::size_t p = 0; p < detail::kRowPathCount; ++p) {
+      if (static_cast<RowPath>(p) == RowPath::kBlockList) continue;
+      EXPECT_EQ(detail::RowPathCount(static_cast<RowPath>(p)), 0u)
+          << detail::NameOf(static_cast<RowPath>(p));
+    }
+    EXPECT_EQ(RowsOn(RowPath::kBlockList, type, s,
+                     MaskSpec::none().with_block_list(with_full), capped),
               s.rows())
         << testing::TypeName(type);
   }

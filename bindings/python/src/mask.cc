@@ -372,6 +372,12 @@ std::string Mask::Repr() const {
   if (prefix_end) r += ".with_prefix(...)";
   if (q_segment || k_segment) r += ".with_segments(...)";
   if (q_position || k_position) r += ".with_positions(...)";
+  if (block_num) {
+    r += ".with_block_list(" + ShapeString(*block_indices) +
+         (block_full_num ? ", full" : "") +
+         ", q_block=" + std::to_string(spec.block_list.q_block) +
+         ", k_block=" + std::to_string(spec.block_list.k_block) + ")";
+  }
   if (q_group || k_group) r += ".with_groups(...)";
   if (key_indices) {
     r += ".with_key_indices(" + ShapeString(spec.key_indices_shape) + ")";

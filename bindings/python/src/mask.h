@@ -23,6 +23,8 @@ struct Mask {
   ArrayPtr q_position, k_position;     // [batch, q_len] / [batch, k_len] int64
   ArrayPtr q_group, k_group;           // [batch, q_len] / [batch, k_len] int32
   ArrayPtr key_indices;                // [batch|1, heads|1, q_len|1, n] int32
+  // A block list's int32 arrays (mask_block_list.cc).
+  ArrayPtr block_num, block_indices, block_full_num, block_full_indices;
 
   // Builders. `kind` picks keep (float32 -> f32, uint8 or bool -> u8), bias
   // (float32) or bits (uint64 or int64 words).
@@ -33,6 +35,10 @@ struct Mask {
   Mask WithPrefix(const py::handle& prefix_end) const;
   Mask WithSegments(const py::handle& q_seg, const py::handle& k_seg) const;
   Mask WithPositions(const py::handle& q_pos, const py::handle& k_pos) const;
+  Mask WithBlockList(const py::handle& num_blocks, const py::handle& indices,
+                     const py::handle& full_num_blocks,
+                     const py::handle& full_indices, std::size_t q_block,
+                     std::size_t k_block) const;
   Mask WithGroups(const py::handle& q_groups, const py::handle& k_groups) const;
   // `shape` None: the array's own 4 extents; else (batch, heads, q_len, n)
   // over an array of that many values.

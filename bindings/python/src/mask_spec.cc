@@ -128,6 +128,24 @@ void DefineMaskSpec(py::module_& m) {
            "caches): int64, C-contiguous, batch * q_len and batch * k_len "
            "values; a negative k position is an empty slot, never kept. "
            "Either may be None (that side keeps its implicit positions).")
+      .def("with_block_list", &Mask::WithBlockList, "num_blocks"_a, "indices"_a,
+           "full_num_blocks"_a = py::none(), "full_indices"_a = py::none(),
+           py::kw_only(), "q_block"_a, "k_block"_a,
+           "A copy restricted to listed key blocks (FlexAttention's "
+           "BlockMask; NSA/MoBA block selection): int32, C-contiguous "
+           "num_blocks [batch, heads, q_blocks] and indices [batch, heads, "
+           "q_blocks, max_blocks] (batch or heads 1 broadcasts), and "
+           "optionally full_num_blocks / full_indices of the same shapes. "
+           "Query row q is in query block q // q_block; key block j holds "
+           "keys [j * k_block, (j + 1) * k_block). A key of a full block is "
+           "kept without the position rules or a dense keep part (empty "
+           "slots and other segments stay masked; a bias and ALiBi still "
+           "add); a key of a partial block goes through every rule; a key "
+           "of no listed block is masked and never read. classify_blocks' "
+           "lists (as int32) give back the mask they classify. Calls raise "
+           "ValueError for q_blocks != ceil(q_len / q_block), counts outside "
+           "[0, max_blocks], indices outside the key blocks or a block "
+           "listed twice, and write nothing.")
       .def("with_groups", &Mask::WithGroups, "q_groups"_a, "k_groups"_a,
            "A copy that also keeps a key of the query's group whatever the "
            "causal, window, chunk, prefix and sink rules say (Gemma 3's "

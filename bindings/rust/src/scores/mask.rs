@@ -6,7 +6,7 @@ use std::ops::Range;
 use std::os::raw::c_void;
 
 use super::layout::span;
-use super::{Shape, Strides};
+use super::{BlockList, Shape, Strides};
 use crate::{check, ffi, Error};
 
 /// A mask kind (docs/SEMANTICS.md, "Mask rules over logical positions"). Structured
@@ -148,6 +148,7 @@ pub struct MaskSpec<'a> {
     k_position: Option<&'a [i64]>,
     dense: Option<Dense<'a>>,
     dense_strides: Option<Strides>,
+    block_list: Option<BlockList<'a>>,
     window_keys_after: usize,
     groups: Option<(&'a [i32], &'a [i32])>,
     key_indices: Option<(&'a [i32], Shape)>,
@@ -167,6 +168,7 @@ impl<'a> From<Mask<'a>> for MaskSpec<'a> {
             k_position: None,
             dense: None,
             dense_strides: None,
+            block_list: None,
             window_keys_after: 0,
             groups: None,
             key_indices: None,
@@ -267,6 +269,11 @@ macro_rules! mask_builders {
         /// split softmax.
         pub fn with_key_indices($self_, indices: &'a [i32], shape: Shape) -> MaskSpec<'a> {
             MaskSpec { key_indices: Some((indices, shape)), ..$spec }
+        }
+        /// Restricts each row to its query block's listed key blocks
+        /// ([`BlockList`]: FlexAttention's `BlockMask`).
+        pub fn with_block_list($self_, blocks: BlockList<'a>) -> MaskSpec<'a> {
+            MaskSpec { block_list: Some(blocks), ..$spec }
         }
     };
 }
@@ -450,6 +457,9 @@ impl MaskSpec<'_> {
             covers(who, "key_indices", Some(indices), need)?;
             spec.key_indices = indices.as_ptr();
             spec.key_indices_shape = shape.to_ffi();
+        }
+        if let Some(blocks) = self.block_list {
+            spec.block_list = blocks.to_ffi();
         }
         Ok(spec)
     }

@@ -23,6 +23,7 @@
 //! ```
 
 mod apply;
+mod block_list;
 mod elements;
 mod layout;
 mod mask;
@@ -31,6 +32,7 @@ mod softmax;
 mod split;
 
 pub use apply::{apply_mask, apply_mask_rows};
+pub use block_list::BlockList;
 pub use elements::{Bf16, ScoreElement, F16};
 pub use layout::{InOutLayouts, Layout, Shape, Strides};
 pub(crate) use mask::extent_of;
