@@ -134,7 +134,7 @@ class PlainLoop {
   // (PlainRow): the general code's result from them with scale 1 and no
   // ALiBi is bit for bit the one it gives from the scores (StoredScores'
   // argument and maximum).
-  HWY_INLINE void HandOff(const BatchRow& at) {
+  void HandOff(const BatchRow& at) {
     detail::CountRowPaths(hand_off_path_, 1);
     if (kF32 && call_.alibi) {
       SoftmaxOptions stored = options_;
@@ -150,8 +150,8 @@ class PlainLoop {
   // load, as in the general loop), then the rows handed off. Kept-only: a
   // plain row's passes cover its kept_keys exactly, so no masked key inside
   // them is left to write.
-  HWY_INLINE void FinishBatch(const PlainRow* rows_of, const BatchRow* at,
-                              std::size_t count, unsigned handed_off) {
+  void FinishBatch(const PlainRow* rows_of, const BatchRow* at,
+                   std::size_t count, unsigned handed_off) {
     for (std::size_t g = 0; options_.zero_masked && g < count; ++g) {
       FillMasked<kType>(static_cast<Elem<kType>*>(rows_of[g].row), WholeRow(n_),
                         *rows_of[g].row_kept, Elem<kType>{});
@@ -166,7 +166,7 @@ class PlainLoop {
   // decode step) and fit kMaxBatchPlanBytes; null: none. Kept-only rows:
   // no plan (a batch's plan is one span of whole rows, and the masked
   // keys' lines are never touched).
-  HWY_INLINE detail::RowPrefetch* PlanNextBatch() {
+  detail::RowPrefetch* PlanNextBatch() {
     const hn::ScalableTag<float> df;
     const std::size_t next_r = batch_[batched_ - 1].r + 1;
     if (!(prefetch_rows_ && options_.zero_masked &&
@@ -204,8 +204,12 @@ class PlainLoop {
     return &prefetch_;
   }
 
-  // The batch's passes, then FinishBatch.
-  HWY_INLINE void RunBatch() {
+  // The batch's passes, then FinishBatch. The per-batch functions
+  // (RunBatch, FinishBatch, PlanNextBatch, HandOff) are left to the
+  // compiler: they run once per batch of rows, and forced inline their
+  // bodies were copied into each of their call sites, a larger unit to
+  // compile (docs/PERFORMANCE.md, "Build cost").
+  void RunBatch() {
     const hn::ScalableTag<float> df;
     detail::CountRowPaths(batch_path_, batched_);
     detail::RowPrefetch* plan = PlanNextBatch();
