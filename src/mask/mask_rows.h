@@ -47,6 +47,12 @@ struct Rules {
   // No rule but a dense f32, u8 or bias part: the whole row, read per
   // element by the dense sources directly (bit masks go through the bytes).
   bool dense_only = false;
+  // A key list (key_indices): each row keeps its listed keys alone
+  // (src/mask/key_list.h), ANDed with the other rules.
+  bool key_list = false;
+  // A block list (block_list.num_blocks): each row keeps the keys of its
+  // listed blocks alone (src/mask/block_list.h), ANDed with the other rules.
+  bool block_list = false;
 };
 
 inline Rules RulesOf(const MaskSpec& mask) {
@@ -72,6 +78,8 @@ inline Rules RulesOf(const MaskSpec& mask) {
   r.window_after = static_cast<std::int64_t>(mask.window_keys_after);
   r.segments = mask.q_segment != nullptr;
   r.groups = mask.q_group != nullptr;
+  r.key_list = mask.key_indices != nullptr;
+  r.block_list = mask.block_list.num_blocks != nullptr;
   r.per_element = r.explicit_keys || r.segments || r.groups ||
                   (r.dense != DenseKind::kNone && r.dense != DenseKind::kBias);
   // No rule field of the list (src/mask/mask_field_list.h) set: a new rule
@@ -356,8 +364,8 @@ inline KeptKeys KeptKeysOf(const MaskSpec& mask, const Rules& r, std::size_t b,
 // the default query offset k_len - q_len: no other rule or position field
 // set, not Decode), Of takes it from two clamps inline. KeptKeysOf's call
 // and general rules (128-bit bounds, sinks, chunks, prefixes, the Decode
-// token) cost the softmax row loop 5-8% of P1's and P4alibi's time, once
-// per row. Every other call takes KeptKeysOf itself.
+// token) cost the softmax row loop measurably, once per row. Every other call
+// takes KeptKeysOf itself.
 class CallKeptKeys {
  public:
   CallKeptKeys(const MaskSpec& mask, const Rules& rules, std::size_t q_len,
@@ -412,8 +420,7 @@ class CallKeptKeys {
 // a row split over threads (rlx/softmax_split.h) sees only these. In place,
 // field by field: the row loop calls it only for parts, and a KeptKeys
 // returned by value and assigned under a condition there was copied
-// through overlapping vector moves whose loads missed store forwarding
-// (DOC and P3 1.05-1.15x slower).
+// through overlapping vector moves whose loads missed store forwarding.
 inline void ClipKeptKeys(KeptKeys* kept, KeyInterval keys) {
   std::size_t count = 0;
   for (std::size_t j = 0; j < kept->count; ++j) {

@@ -162,7 +162,7 @@ struct KeptBytesSource {
 // |center - k| with center = p_q - shift, computed per vector from an iota:
 // nothing is materialised. ForShift sets the segment's center (the Decode
 // token's segment has its own shift). A type of its own, not a runtime
-// branch in one: the branch per vector measured 5-14% slower on P4alibi.
+// branch in one: the branch per vector was slower on ALiBi rows.
 struct ImplicitKeyDistance {
   double p_q;     // the row's query position
   double center;  // p_q - shift of the current segment

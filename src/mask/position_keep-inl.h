@@ -2,9 +2,9 @@
 // detail::PositionKeepBytes (src/mask/mask_rows.h) with the target's vectors:
 // the keep byte of each slot from its explicit int64 position. Re-included once
 // per target (through src/scores/apply_mask-inl.h and
-// src/softmax/softmax_row-inl.h). Why: the header's loop is compiled for the
-// baseline ISA, where the compiler does not vectorise int64 compares; on a
-// paged-cache decode (PG) that scalar loop takes about 12% of the kernel's
+// src/softmax/general_loop-inl.h). Why: the header's loop is compiled for
+// the baseline ISA, where the compiler does not vectorise int64 compares; on
+// a paged-cache decode that scalar loop takes a large share of the kernel's
 // time.
 #if defined(RLX_SRC_POSITION_KEEP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_POSITION_KEEP_INL_H_

@@ -29,8 +29,8 @@
 #include "src/mask/block_list.h"
 #include "src/mask/mask_rows.h"
 #include "src/mask/mask_sources-inl.h"
+#include "src/softmax/general_row-inl.h"
 #include "src/softmax/softmax_passes-inl.h"
-#include "src/softmax/softmax_row-inl.h"
 #include "src/softmax/softmax_rows.h"
 #include "src/softmax/thread_exp_buffer.h"
 #include "src/util/row_convert-inl.h"
@@ -165,7 +165,7 @@ HWY_INLINE void ForEachPiece(const BlockRowPieces& pieces,
 }
 
 // The one-piece RowSegments of a segment, for the rare-case helpers of
-// src/softmax/softmax_row-inl.h.
+// src/softmax/general_row-inl.h.
 inline RowSegments OnePiece(const Segment& seg, void* const* out,
                             ScoreType type) {
   return RowSegments{&seg, out, 1, type, nullptr};

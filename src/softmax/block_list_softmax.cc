@@ -13,6 +13,7 @@
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
+#include "src/softmax/row_path.h"
 
 namespace rlx {
 HWY_EXPORT(BlockListSoftmaxRows);
@@ -21,6 +22,7 @@ void detail::BlockListSoftmaxRows(const ScoreView& in, const ScoreView& out,
                                   const MaskSpec& mask,
                                   const SoftmaxOptions& options, RowRange rows,
                                   const RowPart* part) {
+  CountRowPaths(RowPath::kBlockList, rows.end - rows.begin);
   RLX_DYNAMIC_DISPATCH_NEAREST(BlockListSoftmaxRows)
   (in, out, mask, options, rows, part);
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // masked_softmax over a range of rows of a mask with a block list,
 // dispatched to the active target (src/softmax/block_list_softmax-inl.h);
-// detail::SoftmaxRows routes such masks here. Arguments are checked by the
-// caller (score_kernels.cc, softmax_split.cc).
+// the row loops' entry routes such masks here (RowPath::kBlockList). Arguments
+// are checked by the caller (score_kernels.cc, softmax_split.cc).
 #ifndef RLX_SRC_SOFTMAX_BLOCK_LIST_SOFTMAX_H_
 #define RLX_SRC_SOFTMAX_BLOCK_LIST_SOFTMAX_H_
 

@@ -39,7 +39,6 @@
 #include "src/softmax/key_list_softmax.h"
 #include "src/softmax/softmax_exp-inl.h"
 #include "src/softmax/softmax_passes-inl.h"
-#include "src/softmax/softmax_row-inl.h"
 #include "src/util/half_codec.h"
 #include "src/util/row_convert-inl.h"
 #include "src/util/store_run-inl.h"

@@ -18,6 +18,7 @@
 #include <new>
 
 #include "src/dispatch/dispatch.h"
+#include "src/softmax/row_path.h"
 
 namespace rlx {
 HWY_EXPORT(KeyListSoftmaxRows);
@@ -85,6 +86,7 @@ void KeyListSoftmaxRows(const ScoreView& in, const ScoreView& out,
   // Had before any row is written: a failed allocation writes nothing.
   const KeyListScratch scratch =
       ThreadKeyListScratch(mask.key_indices_shape.k_len, in.shape.k_len);
+  CountRowPaths(RowPath::kKeyList, rows.end - rows.begin);
   RLX_DYNAMIC_DISPATCH_NEAREST(KeyListSoftmaxRows)
   (in, out, mask, options, rows, scratch);
 }

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The three passes of the masked softmax over one kept segment of a row, in
 // f32: the maximum (pass 1), exp and sum (pass 2), the normalisation into
-// the row type (pass 3). Re-included per target; src/softmax/softmax_row-inl.h
-// runs them over a row.
+// the row type (pass 3), and the numerics every path shares. Re-included
+// per target; src/softmax/general_row-inl.h runs them over a row,
+// src/softmax/plain_passes-inl.h uses the shared numerics.
 
 #if defined(RLX_SRC_SOFTMAX_PASSES_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_PASSES_INL_H_
@@ -11,7 +12,9 @@
 #define RLX_SRC_SOFTMAX_PASSES_INL_H_
 #endif
 
+#include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -58,7 +61,7 @@ HWY_INLINE hn::Vec<DF> Transform(DF df, hn::Vec<DF> x, float scale,
 // One kept segment of a row, in f32: in[0, n) read, work[0, n) written.
 // The segment's keys start at key `k0` of the mask source's row. The passes
 // see f32 only: 16-bit rows are converted before them
-// (src/softmax/softmax_row-inl.h), so that each pass is compiled once per mask
+// (src/softmax/general_loop-inl.h), so that each pass is compiled once per mask
 // source, not once per row type.
 struct Segment {
   const float* in;
@@ -149,8 +152,7 @@ HWY_INLINE bool BiasMasksVector(DF df, const BiasSource& src, std::size_t k) {
 // A segment's live keys, to whole vectors: scanned from both ends after
 // pass 1 (whose reads left the bias row in cache), so that rows with
 // nothing to skip pay two vector compares. Found inside pass 1 instead,
-// the test per step of its loop cost bias rows with nothing to skip 8-14%
-// (host_mask/SL, host_mask/PG).
+// the test per step of its loop cost bias rows with nothing to skip.
 template <class DF>
 HWY_INLINE LiveKeys BiasLiveKeys(DF df, const Segment& seg,
                                  const BiasSource& src) {
@@ -285,10 +287,8 @@ HWY_INLINE double WideTotal(DD dd, hn::Vec<DD> lo, hn::Vec<DD> hi) {
 // might alias it, and in the other order GCC runs each vector's exp chain
 // through before the next vector's load. The arithmetic, and so every
 // result, is the same either way: rows alias exactly or not at all, so no
-// store feeds a later load. Measured on Zen 4 (5 alternated runs, ÷ the
-// other order): AVX2 D2 0.968, D3 0.975, D2full 0.953, D2bf16 0.961, D3f16
-// 0.953, P2 0.981; AVX3 D2 1.014-1.018. The plain rows' and the vector
-// maps' loops, in this order too, gained nothing on AVX2 (P2w 1.077).
+// store feeds a later load. Faster on AVX2 only; the plain rows' and the
+// vector maps' loops gained nothing from it.
 constexpr bool kExpsBeforeStores = HWY_TARGET == HWY_AVX2;
 
 // One step of four vectors from key k in that order: exp_of(k + i N) for
@@ -445,8 +445,7 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
   if constexpr (kType == ScoreType::kBF16) {
     k += StoreBF16PairsNatively(df, work + k, out + k, n - k, inv_sum);
   }
-  // Four vectors per step, as the plain rows' pass 3: one vector per step
-  // measured 3% slower on D2full (AVX3).
+  // Four vectors per step, as the plain rows' pass 3 (one was slower).
   for (; k + 4 * N <= n; k += 4 * N) {
     const auto v0 = hn::LoadU(df, work + k);
     const auto v1 = hn::LoadU(df, work + k + N);
@@ -465,8 +464,8 @@ HWY_INLINE void SegmentNormalize(DF df, const float* work, Elem<kType>* out,
 
 // Pass 2 of one segment with the row's choice of the plain argument (never
 // with a bias read in pass 2: sources with one run their stored scores,
-// StoredScores, through it). Inlined: out of line, the
-// call per segment measured 4-9% slower on short 16-bit rows (D2wf16).
+// StoredScores, through it). Inlined: out of line, the call per segment
+// made short 16-bit rows slower.
 template <class DF, class Source>
 HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,
                        const SoftmaxOptions& options, float max, bool plain,
@@ -480,6 +479,114 @@ HWY_INLINE void RowExp(DF df, const Segment& seg, const Source& src,
     }
   }
   SegmentExp<false>(df, seg, src, options, max, prefetch, sum_lo, sum_hi);
+}
+
+// The numerics every path shares: row conversion, the exact lane
+// maximum, the plain exp argument and the end of pass 2.
+
+// The maximum of a vector's lanes. Highway 1.0.3's MaxOfLanes on EMU128
+// starts from -FLT_MAX, which would turn a fully masked (-inf) row into a
+// finite max: reduced by hand there.
+template <class DF>
+HWY_INLINE float MaxOfLanesExact(DF df, hn::Vec<DF> max) {
+  if constexpr (HWY_TARGET == HWY_EMU128) {
+    HWY_ALIGN float lanes[hn::MaxLanes(df)];
+    hn::Store(max, df, lanes);
+    float m = lanes[0];
+    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
+    return m;
+  } else {
+    return hn::GetLane(hn::MaxOfLanes(df, max));
+  }
+}
+
+// 16-bit row elements -> f32, exactly: the only place where a softmax row's
+// input type matters. Returns `max` raised by the converted values: pass 1
+// of rows whose segments keep every key (NoSource) is done on the way
+// (RowSegments::raw_max), so that their conversion costs no pass of its own.
+template <ScoreType kType, class DF>
+HWY_INLINE hn::Vec<DF> ConvertRowToF32(DF df,
+                                       const Elem<kType>* HWY_RESTRICT in,
+                                       float* HWY_RESTRICT out, std::size_t n,
+                                       hn::Vec<DF> max) {
+  const std::size_t N = hn::Lanes(df);
+  std::size_t k = 0;
+  auto max1 = max;
+  for (; k + 2 * N <= n; k += 2 * N) {
+    const auto v0 = LoadRow<kType>(df, in + k);
+    const auto v1 = LoadRow<kType>(df, in + k + N);
+    hn::StoreU(v0, df, out + k);
+    hn::StoreU(v1, df, out + k + N);
+    max = hn::Max(max, v0);
+    max1 = hn::Max(max1, v1);
+  }
+  max = hn::Max(max, max1);
+  for (; k + N <= n; k += N) {
+    const auto v = LoadRow<kType>(df, in + k);
+    hn::StoreU(v, df, out + k);
+    max = hn::Max(max, v);
+  }
+  if (k < n) {
+    const auto v = LoadRowTail<kType>(df, in + k, n - k);
+    StoreRowTail<ScoreType::kF32>(df, v, out + k, n - k);
+    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, n - k), v,
+                                      hn::Set(df, hn::GetLane(max))));
+  }
+  return max;
+}
+
+// Whether a row whose maximum (with the sink) is `max` takes the plain
+// exp argument of SegmentExp: its one FMA rounds -max log2 e, which shifts
+// every argument by up to |max log2 e| 2^-24: a common factor that cancels
+// in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
+// below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
+// argument, as do scales whose scale log2 e would overflow, and rows with a
+// softcap. Rows with an additive part take the one FMA over the transformed
+// scores pass 1 stored, scale, softcap and bias included, under the limit on
+// max alone (PlainArgumentMax).
+HWY_INLINE bool PlainArgumentMax(float max) {
+  return std::fabs(max * kLog2e) <= 0x1p20;
+}
+
+HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
+  return options.softcap <= 0.0f && PlainArgumentMax(max) &&
+         std::fabs(options.scale * kLog2e) <= FLT_MAX;
+}
+
+// ln of the common factor 2^(c + max log2 e) of the plain path's exps (0 off
+// it): every stored exp is exp(t - max + shift).
+HWY_INLINE double PlainShift(float max, bool plain) {
+  constexpr double kLn2 = 0.693147180559945309417;
+  return plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
+               : 0.0;
+}
+
+// The end of a row's pass 2, from the sum of its exps: the sink's term
+// (-inf: none), the log-sum-exp into *lse (when not null), and *inv_sum,
+// the reciprocal pass 3 multiplies by. False: the sum is NaN (a kept NaN
+// score) and *lse NaN; the caller stores NaN on every kept key, as plain
+// softmax gives, but leaves masked keys 0 (normalising them by NaN would
+// not). The maximum's own exp is ~1, so the sum is never 0 otherwise.
+//
+// On the plain path every exp argument carries the rounding of
+// -max log2 e (a common factor that cancels in the normalisation): the sink
+// term and the log-sum-exp are computed with that same rounded constant, so
+// that it still cancels.
+HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
+                          float* lse, float* inv_sum) {
+  // The shift only where a term needs it: not on the common path.
+  if (sink != -std::numeric_limits<float>::infinity()) {
+    sum += std::exp(static_cast<double>(sink) - max + PlainShift(max, plain));
+  }
+  if (!(sum > 0.0)) {
+    if (lse != nullptr) *lse = std::numeric_limits<float>::quiet_NaN();
+    return false;
+  }
+  if (lse != nullptr) {
+    *lse = static_cast<float>(max + (std::log(sum) - PlainShift(max, plain)));
+  }
+  *inv_sum = static_cast<float>(1.0 / sum);
+  return true;
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)

@@ -3,14 +3,13 @@
 // arguments are checked by the caller (score_kernels.cc, softmax_split.cc).
 //
 // Five units compile it (docs/PERFORMANCE.md, "Build cost"):
-// src/softmax/softmax_rows.cc (the row loop, plain rows and the rows of a
-// bias), src/softmax/softmax_keep_byte_rows.cc (per-element rules' keep bytes,
-// with or without a bias), src/softmax/softmax_dense_rows.cc (dense keep masks
-// alone), src/softmax/softmax_alibi_rows.cc and
-// src/softmax/softmax_alibi_explicit_rows.cc (ALiBi over implicit and explicit
-// key positions). Every row type runs the same f32 passes
-// (src/softmax/softmax_row-inl.h), so the row type is a runtime choice here,
-// not a template parameter.
+// src/softmax/row_loop.cc (the row loops, the plain paths and the general
+// rows of interval rules and biases) and the four units of
+// src/softmax/general_row_units-inl.h (dense keep masks, keep bytes, ALiBi
+// over implicit and over explicit key positions). Which code runs a row is
+// decided in one place, src/softmax/row_path.h. Every row type runs the
+// same f32 passes (src/softmax/softmax_passes-inl.h), so the row type is a
+// runtime choice here, not a template parameter.
 #ifndef RLX_SRC_SOFTMAX_SOFTMAX_ROWS_H_
 #define RLX_SRC_SOFTMAX_SOFTMAX_ROWS_H_
 

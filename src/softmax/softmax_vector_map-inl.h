@@ -4,7 +4,7 @@
 // loaded, exp'ed or summed, only stored as zero; one whose keys are all
 // kept takes the plain passes (no keep byte read); the others take the
 // per-element passes as before. Re-included per target;
-// src/softmax/softmax_row-inl.h runs them for rows of per-element rules (keep
+// src/softmax/general_row-inl.h runs them for rows of per-element rules (keep
 // bytes, no bias, no ALiBi) whose kept keys leave whole vectors empty (a paged
 // cache's empty pages).
 //
@@ -12,8 +12,8 @@
 // first: the loops branch on the bits' count, not on each vector's class,
 // so a class pattern that changes every few vectors (shuffled pages) costs
 // no mispredicted branch per vector. (Each run of kept keys as a segment
-// of its own makes PG, 56 runs a row, 1.5x slower than reading the bytes,
-// from the variable trip counts of every pass per run.)
+// of its own is slower than reading the bytes, from the variable trip
+// counts of every pass per run.)
 
 #if defined(RLX_SRC_SOFTMAX_VECTOR_MAP_INL_H_) == defined(HWY_TARGET_TOGGLE)
 #ifdef RLX_SRC_SOFTMAX_VECTOR_MAP_INL_H_
@@ -241,8 +241,8 @@ HWY_INLINE void MappedNormalize(DF df, const Segment& seg, const VectorMap& map,
   const std::size_t N = hn::Lanes(df);
   const auto inv = hn::Set(df, inv_sum);
   // A local, as SegmentExp's: through seg.work, GCC reloaded the pointer
-  // after every store (the stores might alias the segment), and PG ran 2.5%
-  // slower. Not restrict: an f32 row's work is its output.
+  // after every store (the stores might alias the segment). Not restrict: an
+  // f32 row's work is its output.
   const float* work = seg.work;
   const auto scaled = [&](std::size_t v) RLX_INLINE_LAMBDA {
     StoreRow<kType>(df, hn::Mul(hn::LoadU(df, work + v * N), inv), out + v * N);

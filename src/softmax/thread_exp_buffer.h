@@ -2,12 +2,11 @@
 // The f32 buffer in which a 16-bit softmax row longer than the kernels'
 // stack scratch keeps its exp values, one per thread. Plain C++.
 //
-// Why: the passes run on f32 (src/softmax/softmax_row-inl.h). A 16-bit row's
+// Why: the passes run on f32 (src/softmax/general_row-inl.h). A 16-bit row's
 // kept keys are converted into a 32 KiB stack scratch (kStackExpKeys keys); a
-// longer row would otherwise recompute exps (D3bf16, 17001 kept keys, then
-// takes 1.1x the time of f32 D3). The buffer is allocated the first time a
-// thread meets such a row, grown when it meets a longer one, and kept until
-// the thread exits: a decode loop allocates once per thread, never per
+// longer row would otherwise recompute exps. The buffer is allocated the first
+// time a thread meets such a row, grown when it meets a longer one, and kept
+// until the thread exits: a decode loop allocates once per thread, never per
 // call. masked_softmax takes it before it writes any row, so that a failed
 // allocation is an error that wrote nothing.
 #ifndef RLX_SRC_SOFTMAX_THREAD_EXP_BUFFER_H_

@@ -177,11 +177,10 @@ HWY_INLINE void StoreRow(DF df, hn::Vec<DF> v, Elem<kType>* HWY_RESTRICT p) {
 // type. Their lanes are numbers, or the quiet NaN of a NaN row
 // (std::numeric_limits<float>::quiet_NaN(), whose low payload bits are
 // clear), so bf16 rounds them as numbers: the NaN check of StoreRow cost
-// D3bf16 7% here. bf16 takes the upper halves of both rounded vectors with
-// one ConcatOdd (AVX-512: one two-table permute; NEON, SVE: one uzp2)
-// where two StoreRow would shift and narrow each vector (pass 3 of a long
-// bf16 row: D3bf16 0.92x the time on AVX3, Zen 4). Aligning the paired
-// stores to whole lines gained nothing there.
+// long bf16 rows measurably here. bf16 takes the upper halves of both rounded
+// vectors with one ConcatOdd (AVX-512: one two-table permute; NEON, SVE: one
+// uzp2) where two StoreRow would shift and narrow each vector (faster on long
+// bf16 rows). Aligning the paired stores to whole lines gained nothing.
 template <ScoreType kType, class DF>
 HWY_INLINE void StoreProbabilityPair(DF df, hn::Vec<DF> v0, hn::Vec<DF> v1,
                                      Elem<kType>* HWY_RESTRICT p) {
@@ -244,7 +243,7 @@ StoreBF16PairsAvx512(const float* HWY_RESTRICT work,
 // them). Bit for bit StoreProbabilityPair's result for products that are
 // numbers or the quiet NaN and not subnormal: the instruction reads a
 // subnormal as 0, and pass 3 holds FlushToZeroScope, under which no product
-// is subnormal. D2bf16 takes 0.92x, D1bf16 0.94x the time (AVX3, Zen 4).
+// is subnormal. Faster than the portable pairs on decode rows.
 template <class DF>
 HWY_INLINE std::size_t StoreBF16PairsNatively(DF df,
                                               const float* HWY_RESTRICT work,
@@ -315,9 +314,8 @@ constexpr bool kMaskedTails = HWY_TARGET == HWY_AVX3 ||
 // full vector aligned. AVX2's 32-byte vectors split on every other unaligned
 // access only, and its masked store is slow: there the head did not pay.
 // Nor does it below 4 vectors: a short run (a 16-key row) then takes a head
-// and a tail partial instead of one split access per vector. Measured
-// (AVX3): rows of 16 keys 0.68x the time without the head; a bound of 32
-// vectors gains D1's 300-key rows 2%, within noise.
+// and a tail partial instead of one split access per vector (a larger
+// bound gained nothing beyond noise).
 template <ScoreType kType, class D, typename T>
 HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
   if constexpr (HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL) {
@@ -347,9 +345,8 @@ HWY_INLINE std::size_t KeysToAlign(D d, const T* p, std::size_t n) {
 //
 // A one-element tail (a Decode token's key: an interval of its own) is a
 // broadcast and a register mask instead: a masked load or store for one key
-// cost a Decode row 13-17 ns in its three passes (AVX3 on Zen 5; D1 takes
-// 0.90x the time without them), and the buffer is a vector load of a scalar
-// store, which stalls store forwarding.
+// cost a Decode row several ns in its three passes, and the buffer is a
+// vector load of a scalar store, which stalls store forwarding.
 template <ScoreType kType, class DF>
 HWY_INLINE hn::Vec<DF> LoadRowTail(DF df, const Elem<kType>* HWY_RESTRICT p,
                                    std::size_t count) {

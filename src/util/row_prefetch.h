@@ -59,9 +59,8 @@ class RowPrefetch {
   // rows with few kept keys run out of steps before their plan is done.
   // A tight loop per range, its position in locals: written as a check per
   // line, GCC kept offset_ in memory and spread the loop over scattered
-  // blocks, and its speed on P2w (where it waits on miss buffers) came to
-  // depend on where the linker placed it (4-11% apart between two builds
-  // whose code for this loop was identical).
+  // blocks, and its speed on rows that wait on miss buffers came to depend
+  // on where the linker placed it.
   static constexpr std::size_t kMaxLinesAtFinish = 128;
   void Finish() {
     std::size_t budget = kMaxLinesAtFinish;

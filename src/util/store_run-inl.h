@@ -57,9 +57,8 @@ HWY_INLINE void StoreRun(D d, V v, hn::TFromD<D>* HWY_RESTRICT out,
 // Zero runs of at least this many bytes are written by memset: the C
 // library's (glibc's `rep stosb` on x86 from 2 KiB, `dc zva` on Arm) wrote
 // a softmax row's masked keys, where they are not in L1, faster than vector
-// stores. Measured (AVX3 on Zen 5, 5-7 alternated runs):
-// D2w 0.94-0.95x, D2wbf16 0.91x, D2wf16 0.92x the time; AVX2 D2w 0.98x.
-// Shorter runs, and every other value, take StoreRun.
+// stores (docs/PERFORMANCE.md, "Measurements behind the code"). Shorter
+// runs, and every other value, take StoreRun.
 constexpr std::size_t kMemsetZeroBytes = 2048;
 
 // Writes `value` over s[begin, end) in the row type's bits.

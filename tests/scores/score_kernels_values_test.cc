@@ -367,7 +367,7 @@ TEST_P(ScoreKernelsTest, NaNOrInfinityInAKeptScorePropagates) {
   EXPECT_EQ(v[1], 1.0f);
 }
 
-// Rows run in batches (src/softmax/softmax_plain_rows-inl.h: decode heads,
+// Rows run in batches (src/softmax/plain_passes-inl.h: decode heads,
 // causal rows) give each row what it gets alone, whatever its neighbours: rows
 // that leave the batch for the general code (every kept score -inf, a NaN,
 // +inf, scores beyond the plain argument's 7e5) beside ordinary ones, rows

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Rows longer than the kernels' stack buffers (src/softmax/softmax_rows-inl.h):
+// Rows longer than the kernels' stack buffers (src/softmax/general_loop-inl.h):
 // 16-bit rows keep their exp values in the thread's exp buffer
 // (src/softmax/thread_exp_buffer.h), whose failed allocation writes nothing;
 // rows on both sides of the stack scratch's edge; every rule and option.
@@ -103,7 +103,7 @@ TEST_P(SoftmaxExtTest, AFailedExpBufferAllocationWritesNothing) {
 }
 
 // Rows longer than the kernels' stack buffers (16-bit exp scratch of 8192
-// keys, keep bytes in tiles of 8192: src/softmax/softmax_rows-inl.h): 16-bit
+// keys, keep bytes in tiles of 8192: src/softmax/general_loop-inl.h): 16-bit
 // rows then keep their exp values in the thread's exp buffer, and per-element
 // rules are decided tile by tile in every pass. Every rule,
 // sinks, ALiBi, row_lse and both write modes against the oracle; apply_mask

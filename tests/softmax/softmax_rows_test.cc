@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// How the softmax runs its rows (src/softmax/softmax_rows-inl.h): rows in
+// How the softmax runs its rows (src/softmax/plain_loop-inl.h): rows in
 // batches behind longer rows, decode rows as runs of heads whose row ranges
 // get the whole call's bits, and rows whose vectors are empty, kept or
 // mixed (paged positions, biases masking runs of keys), whole or split.
@@ -38,7 +38,7 @@ class SoftmaxExtTest : public testing::PerTargetTest {};
 RLX_INSTANTIATE_PER_TARGET(SoftmaxExtTest);
 
 // Rows that keep at most 1024 keys run in batches that point at their kept
-// intervals (src/softmax/softmax_rows-inl.h); longer rows run alone. Causal
+// intervals (src/softmax/plain_loop-inl.h); longer rows run alone. Causal
 // rows of 1040 keys, 24 queries: the first 8 of a head keep 1017-1024 keys and
 // wait in a batch while the 16 longer ones, each with its own intervals, run
 // first; the next head's first row then runs the batch. A batch whose rows'
@@ -59,7 +59,7 @@ TEST_P(SoftmaxExtTest, BatchedRowsBehindLongerRowsMatchTheOracle) {
 }
 
 // Single-query rows (a decode step) run as runs of heads that share their
-// batch entry's kept intervals (src/softmax/softmax_rows-inl.h). Row ranges
+// batch entry's kept intervals (src/softmax/plain_loop-inl.h). Row ranges
 // from every row, 1, 3 or 11 rows long or to the last row (so starting and
 // ending inside a batch entry or across entries), give their rows exactly
 // the whole call's bits (a row's result never depends on its

@@ -13,19 +13,19 @@
 // 16-bit rows are converted into an f32 scratch first (their maximum taken
 // on the way), or on AVX-512 as passes 1 and 2 load them
 // (kPlainConvertOnLoad); pass 3 converts back. Re-included per target by
-// src/softmax/softmax_rows.cc; src/softmax/softmax_rows-inl.h chooses the rows.
+// src/softmax/row_loop.cc; src/softmax/plain_loop-inl.h gathers the batches.
 //
 // A row's arithmetic does not depend on its batch: a row's result never
 // depends on its neighbours, on the row range of a call, or on the threads
 // a call is split over. Nor on its address: rows are read and written
 // unaligned, with no partial head vector per segment (on short rows the
-// heads cost 5-8%).
+// heads cost more than they save).
 
-#if defined(RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_
-#undef RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_
+#if defined(RLX_SRC_SOFTMAX_PLAIN_PASSES_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SOFTMAX_PLAIN_PASSES_INL_H_
+#undef RLX_SRC_SOFTMAX_PLAIN_PASSES_INL_H_
 #else
-#define RLX_SRC_SOFTMAX_PLAIN_ROWS_INL_H_
+#define RLX_SRC_SOFTMAX_PLAIN_PASSES_INL_H_
 #endif
 
 #include <algorithm>
@@ -37,7 +37,6 @@
 #include "rlx/score_kernels.h"
 #include "src/softmax/softmax_exp-inl.h"
 #include "src/softmax/softmax_passes-inl.h"
-#include "src/softmax/softmax_row-inl.h"
 #include "src/util/row_convert-inl.h"
 #include "src/util/row_prefetch.h"
 #include "src/util/store_run-inl.h"
@@ -52,17 +51,11 @@ namespace hn = hwy::HWY_NAMESPACE;
 // all, per batch: the batch's rows stay in L1 from one pass to the next.
 // f32 rows: batches of 8192 kept keys (32 KiB in place), and rows of up to
 // a third of that, so that a batch takes at least three: long rows gain from
-// the batch, not from the plain passes. Measured on Zen 5 (AVX3, 7
-// alternated runs, against rows of at most 1024 keys in batches of 4096):
-// D2 (2101 kept keys, three rows a batch) 0.94-0.96x the time, D2keptonly
-// 0.98x, D2sink 0.97x, D2 on 2 rows 0.83x, P2 1.01x; D2's rows alone in
-// their batches 1.00x, and D2full's (4097 keys) alone 1.10x. 16-bit rows:
-// batches of 4096 keys and rows of at most 1024, as before, so that their
-// scratch stays 16 KiB (on AVX2 it holds their converted keys too): with
-// the f32 limits, D2bf16's rows took 1.01x the time, D2f16's 1.02x.
-// Where rows run one by one (tensors from memory, SoftmaxRowsOf), f32 rows
-// too are plain up to kShortPlainRowKeys only: there P2's longer rows took
-// 1.02-1.025x the time as plain rows on AVX2.
+// the batch, not from the plain passes. 16-bit rows: batches of 4096 keys
+// and rows of at most 1024, so that their scratch stays 16 KiB (on AVX2 it
+// holds their converted keys too). Where rows run one by one (tensors from
+// memory, src/softmax/plain_loop-inl.h), f32 rows too are plain up to
+// kShortPlainRowKeys only: longer ones were slower as plain rows there.
 constexpr std::size_t kPlainBatchRows = 8;
 constexpr std::size_t kShortPlainRowKeys = 1024;
 template <ScoreType kType>
@@ -74,12 +67,10 @@ constexpr std::size_t kPlainRowKeys =
 // Where 16-bit plain rows are converted to f32: on AVX-512 as passes 1 and
 // 2 load them from the row (twice, but with no pass, store or reload of
 // their own), elsewhere into the batch's f32 scratch as they join it (their
-// maximum taken on the way). Measured against the scratch (5 alternated
-// runs, Zen 5): AVX3 D1bf16 0.89x, D1f16 0.91x the
-// time, with the carried pass 1 that a pass 1 without stores allows (the
-// scratch's carried conversion was 1.06x slower); D2wbf16 and D2wf16 1.01x.
-// AVX2, whose vectors are half as wide, pays the second conversion in its
-// exp-bound pass 2: D1bf16 1.07-1.11x, D2wbf16 1.10x slower.
+// maximum taken on the way). On AVX-512 that, with the carried pass 1 a
+// pass 1 without stores allows, is faster on decode rows; AVX2, whose
+// vectors are half as wide, pays the second conversion in its exp-bound
+// pass 2.
 constexpr bool kPlainConvertOnLoad =
     HWY_TARGET == HWY_AVX3 || HWY_TARGET == HWY_AVX3_DL;
 
@@ -111,10 +102,10 @@ constexpr ScoreType kPlainLoadType =
 // exps from there, as the general path's StoredScores does: no distance or
 // term computed twice. f32 rows store t in place in their output row, over
 // their kept keys: a separate scratch added up to 8 KiB to the L1 footprint
-// of a batch (its rows, and the next batch's prefetched), and took P4alibi
-// 1.05x the time (AVX3, Zen 4). A row that leaves its batch after pass 1
-// (PlainMaxima) has then lost its scores in an in-place call: the general
-// code finishes it from its t (`settle`, src/softmax/softmax_rows-inl.h).
+// of a batch (its rows, and the next batch's prefetched). A row handed off
+// after pass 1 (kPlainHandOff, PlainMaxima) has then lost its scores in an
+// in-place call: the general code finishes it from its t (HandOff,
+// src/softmax/plain_loop-inl.h).
 // 16-bit rows store t into the batch's f32 scratch, over `packed`, where
 // their exps go.
 struct PlainAlibi {
@@ -132,9 +123,7 @@ constexpr double kExactDistance = 0x1p24 - 1024;
 // rows; 16-bit rows in the scratch or converted on load) read the token
 // into that vector's free lanes (every lane from count on): passes 1 and 2
 // take both in one vector, one exp, with no pass over an interval of its
-// own (a stub without the token's interval took 0.91x the time of
-// D1keptonly; this, 0.97x, D1bf16 on AVX2 0.92x, D1bf16 and D1f16 on AVX3
-// 0.96x). Pass 2's sum takes lane count alone of the token's lanes, so
+// own. Pass 2's sum takes lane count alone of the token's lanes, so
 // each lane of its last sum still adds at most four values
 // (docs/KERNELS.md). Pass 3 runs the token as before: its one-key tail is
 // one product either way. Whether interval j of `kept` takes it:
@@ -164,8 +153,8 @@ struct PlainRow {
 // sign (PlainRowMax): Distances(df, first) is the vector of the run's first
 // N signed distances, Next(df, d, i) those i vectors further on, and the
 // term is d times the run's signed slope, neg_slope or -neg_slope: exactly
-// neg_slope |d| (a sign flip is exact), with no Abs per vector (P4alibi
-// took 1.02x the time with it, AVX3, Zen 4). Scalars only: SVE vectors
+// neg_slope |d| (a sign flip is exact), with no Abs per vector. Scalars
+// only: SVE vectors
 // cannot be class members (the compiler hoists the Sets out of the loops).
 struct PlainTerm {
   float scale;
@@ -190,10 +179,9 @@ struct PlainTerm {
 // The passes below are those of src/softmax/softmax_passes-inl.h (SegmentMax,
 // SegmentExp, SegmentNormalize) cut down for rows without a mask source,
 // and are kept separate on purpose: calling those per kept interval with
-// the aligning head turned off (the same sums, the same results) measured
-// D1head16 1.23x, D1 and P1 1.09x, D2w 1.04x slower (AVX3, 5 alternated
-// runs), the cost of their eight max accumulators, per-step prefetch and
-// partial-vector paths on rows of a few vectors.
+// the aligning head turned off (the same sums, the same results) was
+// slower on short rows: the cost of their eight max accumulators, per-step
+// prefetch and partial-vector paths on rows of a few vectors.
 //
 // Pass 1: the raw maximum of the kept keys, four accumulators. kAlibi: the
 // maximum of the transformed scores t, x scale plus the ALiBi term, each t
@@ -259,7 +247,7 @@ HWY_INLINE float PlainRowMax(DF df, const PlainRow& row, float scale) {
     if constexpr (kLoad == ScoreType::kBF16) {
       // bf16 converted on load: each full load gives two vectors, its even
       // and odd keys apart (a maximum needs no order), with no widening
-      // shuffle. D1bf16 0.98x, D2wbf16 0.98x the time (AVX3, Zen 4).
+      // shuffle.
       for (; k + 4 * N <= end; k += 4 * N) {
         V even0, odd0, even1, odd1;
         LoadBF16EvenOdd(df, in + k, even0, odd0);
@@ -407,11 +395,11 @@ HWY_INLINE void PlainRowNormalize(DF df, const KeptKeys& kept, float* out,
 }
 
 // Pass 1 of a batch: each row's maximum, with its sink, and a bit per row
-// that leaves for the general code (its maximum is not finite, or too large
-// for the plain argument).
+// handed off to the general code (kPlainHandOff: its maximum is not finite, or
+// too large for the plain argument).
 struct PlainMaxima {
   float max[kPlainBatchRows];
-  unsigned general = 0;
+  unsigned handed_off = 0;
 };
 
 // Pass 1 of row g of `rows` into *maxima.
@@ -434,7 +422,7 @@ HWY_INLINE void PlainRowMaxOf(DF df, const PlainRow* rows, std::size_t g,
   // ALiBi rows' exps take the stored t, under the stored argument's limit.
   if (!(std::fabs(scaled) < kInf) ||
       !(kAlibi ? PlainArgumentMax(max) : PlainArgument(max, options))) {
-    maxima->general |= 1u << g;
+    maxima->handed_off |= 1u << g;
   }
 }
 
@@ -477,27 +465,27 @@ HWY_NOINLINE unsigned PlainRows(DF df, const PlainRow* rows, std::size_t count,
   for (std::size_t g = 0; g < count; ++g) {
     PlainRowMaxOf<kType, kAlibi>(df, rows, g, options, &maxima);
   }
-  const unsigned general = maxima.general;
+  const unsigned handed_off = maxima.handed_off;
   double sum[kPlainBatchRows];
   for (std::size_t g = 0; g < count; ++g) {
-    if (general & (1u << g)) continue;
+    if (handed_off & (1u << g)) continue;
     sum[g] = PlainRowExp<kType, kAlibi>(df, rows[g], options.scale,
                                         maxima.max[g], prefetch);
   }
   float inv_sum[kPlainBatchRows];
   unsigned nan = 0;
   for (std::size_t g = 0; g < count; ++g) {
-    if (general & (1u << g)) continue;
+    if (handed_off & (1u << g)) continue;
     if (!FinishSum(sum[g], maxima.max[g], /*plain=*/true, rows[g].sink,
                    rows[g].lse, &inv_sum[g])) {
       nan |= 1u << g;
     }
   }
   for (std::size_t g = 0; g < count; ++g) {
-    if (general & (1u << g)) continue;
+    if (handed_off & (1u << g)) continue;
     PlainRowNormalizeOf<kType>(df, rows[g], inv_sum[g], (nan >> g) & 1u);
   }
-  return general;
+  return handed_off;
 }
 
 // PlainRows for a batch whose pass 1 is done (`maxima`), carrying the next
@@ -513,14 +501,14 @@ HWY_NOINLINE void PlainRowsCarrying(
     DF df, const PlainRow* rows, std::size_t count,
     const SoftmaxOptions& options, const PlainMaxima& maxima,
     const PlainRow* next, std::size_t next_count, PlainMaxima* next_maxima) {
-  const unsigned general = maxima.general;
+  const unsigned handed_off = maxima.handed_off;
   float inv_sum[kPlainBatchRows];
   unsigned nan = 0;
   for (std::size_t g = 0; g < std::max(count, next_count); ++g) {
     if (g < next_count) {
       PlainRowMaxOf<kType, false>(df, next, g, options, next_maxima);
     }
-    if (g >= count || (general & (1u << g))) continue;
+    if (g >= count || (handed_off & (1u << g))) continue;
     const double sum = PlainRowExp<kType, false>(df, rows[g], options.scale,
                                                  maxima.max[g], nullptr);
     if (!FinishSum(sum, maxima.max[g], /*plain=*/true, rows[g].sink,
@@ -529,7 +517,7 @@ HWY_NOINLINE void PlainRowsCarrying(
     }
   }
   for (std::size_t g = 0; g < count; ++g) {
-    if (general & (1u << g)) continue;
+    if (handed_off & (1u << g)) continue;
     PlainRowNormalizeOf<kType>(df, rows[g], inv_sum[g], (nan >> g) & 1u);
   }
 }

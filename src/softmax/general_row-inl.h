@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// The masked softmax of one row over its kept segments, and the place that
-// chooses the code of a row that is not plain (SoftmaxRow; plain rows:
-// src/softmax/softmax_plain_rows-inl.h): which mask source its passes read.
-// Re-included per target by src/softmax/softmax_rows.cc and
-// src/softmax/softmax_alibi_rows.cc.
+// The general row code: the masked softmax of one row over its kept
+// segments, through the mask source its path reads (SoftmaxRow, on the path
+// src/softmax/row_path.h chose; plain rows: src/softmax/plain_loop-inl.h).
+// Re-included per target by src/softmax/row_loop.cc and the units of
+// src/softmax/general_row_units-inl.h.
 //
 // The passes (src/softmax/softmax_passes-inl.h) read and write f32 only. A
 // 16-bit row's kept keys are converted into an f32 scratch first (on the stack,
@@ -12,11 +12,11 @@
 // instantiated once per mask source, are compiled once, not once per row
 // type, and every 16-bit exp value that fits the scratch is kept.
 
-#if defined(RLX_SRC_SOFTMAX_ROW_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef RLX_SRC_SOFTMAX_ROW_INL_H_
-#undef RLX_SRC_SOFTMAX_ROW_INL_H_
+#if defined(RLX_SRC_SOFTMAX_GENERAL_ROW_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_SRC_SOFTMAX_GENERAL_ROW_INL_H_
+#undef RLX_SRC_SOFTMAX_GENERAL_ROW_INL_H_
 #else
-#define RLX_SRC_SOFTMAX_ROW_INL_H_
+#define RLX_SRC_SOFTMAX_GENERAL_ROW_INL_H_
 #endif
 
 #include <algorithm>
@@ -34,6 +34,7 @@
 #include "src/mask/mask_rows.h"
 #include "src/mask/mask_sources-inl.h"
 #include "src/mask/position_keep-inl.h"
+#include "src/softmax/row_path.h"
 #include "src/softmax/softmax_passes-inl.h"
 #include "src/softmax/softmax_vector_map-inl.h"
 #include "src/util/row_convert-inl.h"
@@ -43,62 +44,6 @@ HWY_BEFORE_NAMESPACE();
 namespace rlx {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// A 64-byte line in keys: a 16-bit row's segment starts in its work buffer
-// at its key's offset within a line, so that its stores align where an f32
-// row's do.
-constexpr std::size_t kAlignKeys = 64 / sizeof(float);
-
-// The maximum of a vector's lanes. Highway 1.0.3's MaxOfLanes on EMU128
-// starts from -FLT_MAX, which would turn a fully masked (-inf) row into a
-// finite max: reduced by hand there.
-template <class DF>
-HWY_INLINE float MaxOfLanesExact(DF df, hn::Vec<DF> max) {
-  if constexpr (HWY_TARGET == HWY_EMU128) {
-    HWY_ALIGN float lanes[hn::MaxLanes(df)];
-    hn::Store(max, df, lanes);
-    float m = lanes[0];
-    for (std::size_t i = 1; i < hn::Lanes(df); ++i) m = std::max(m, lanes[i]);
-    return m;
-  } else {
-    return hn::GetLane(hn::MaxOfLanes(df, max));
-  }
-}
-
-// 16-bit row elements -> f32, exactly: the only place where a softmax row's
-// input type matters. Returns `max` raised by the converted values: pass 1
-// of rows whose segments keep every key (NoSource) is done on the way
-// (RowSegments::raw_max), so that their conversion costs no pass of its own.
-template <ScoreType kType, class DF>
-HWY_INLINE hn::Vec<DF> ConvertRowToF32(DF df,
-                                       const Elem<kType>* HWY_RESTRICT in,
-                                       float* HWY_RESTRICT out, std::size_t n,
-                                       hn::Vec<DF> max) {
-  const std::size_t N = hn::Lanes(df);
-  std::size_t k = 0;
-  auto max1 = max;
-  for (; k + 2 * N <= n; k += 2 * N) {
-    const auto v0 = LoadRow<kType>(df, in + k);
-    const auto v1 = LoadRow<kType>(df, in + k + N);
-    hn::StoreU(v0, df, out + k);
-    hn::StoreU(v1, df, out + k + N);
-    max = hn::Max(max, v0);
-    max1 = hn::Max(max1, v1);
-  }
-  max = hn::Max(max, max1);
-  for (; k + N <= n; k += N) {
-    const auto v = LoadRow<kType>(df, in + k);
-    hn::StoreU(v, df, out + k);
-    max = hn::Max(max, v);
-  }
-  if (k < n) {
-    const auto v = LoadRowTail<kType>(df, in + k, n - k);
-    StoreRowTail<ScoreType::kF32>(df, v, out + k, n - k);
-    max = hn::Max(max, hn::IfThenElse(hn::FirstN(df, n - k), v,
-                                      hn::Set(df, hn::GetLane(max))));
-  }
-  return max;
-}
 
 // Fills the keep bytes of keys [begin, end) of one row into `bytes` from
 // its start (detail::RowKeepBytes with origin begin).
@@ -210,7 +155,7 @@ struct RowSegments {
   // Pass 3 of a tile: its work times `scale` into `out`, in the row type
   // (an f32 row's work is its output: normalised in place). Inlined for
   // every type: out of line, the call per segment made short 16-bit rows
-  // (D1bf16, D2wf16) 8-10% slower.
+  // slower.
   template <class DF>
   HWY_INLINE void Store(DF df, const Segment& tile, void* out,
                         float scale) const {
@@ -357,60 +302,6 @@ HWY_NOINLINE void StoreKeptRow(DF df, const RowSegments& row,
   });
 }
 
-// Whether a row whose maximum (with the sink) is `max` takes the plain
-// exp argument of SegmentExp: its one FMA rounds -max log2 e, which shifts
-// every argument by up to |max log2 e| 2^-24: a common factor that cancels
-// in the normalisation while it stays small. |max log2 e| <= 2^20 keeps it
-// below 2^(1/16); larger maxima (scores beyond 7e5) take the two-step
-// argument, as do scales whose scale log2 e would overflow, and rows with a
-// softcap. Rows with an additive part take the one FMA over the transformed
-// scores pass 1 stored, scale, softcap and bias included, under the limit on
-// max alone (PlainArgumentMax).
-HWY_INLINE bool PlainArgumentMax(float max) {
-  return std::fabs(max * kLog2e) <= 0x1p20;
-}
-
-HWY_INLINE bool PlainArgument(float max, const SoftmaxOptions& options) {
-  return options.softcap <= 0.0f && PlainArgumentMax(max) &&
-         std::fabs(options.scale * kLog2e) <= FLT_MAX;
-}
-
-// ln of the common factor 2^(c + max log2 e) of the plain path's exps (0 off
-// it): every stored exp is exp(t - max + shift).
-HWY_INLINE double PlainShift(float max, bool plain) {
-  constexpr double kLn2 = 0.693147180559945309417;
-  return plain ? (static_cast<double>(NegMaxLog2e(max)) + max * kLog2e) * kLn2
-               : 0.0;
-}
-
-// The end of a row's pass 2, from the sum of its exps: the sink's term
-// (-inf: none), the log-sum-exp into *lse (when not null), and *inv_sum,
-// the reciprocal pass 3 multiplies by. False: the sum is NaN (a kept NaN
-// score) and *lse NaN; the caller stores NaN on every kept key, as plain
-// softmax gives, but leaves masked keys 0 (normalising them by NaN would
-// not). The maximum's own exp is ~1, so the sum is never 0 otherwise.
-//
-// On the plain path every exp argument carries the rounding of
-// -max log2 e (a common factor that cancels in the normalisation): the sink
-// term and the log-sum-exp are computed with that same rounded constant, so
-// that it still cancels.
-HWY_INLINE bool FinishSum(double sum, float max, bool plain, float sink,
-                          float* lse, float* inv_sum) {
-  // The shift only where a term needs it: not on the common path.
-  if (sink != -std::numeric_limits<float>::infinity()) {
-    sum += std::exp(static_cast<double>(sink) - max + PlainShift(max, plain));
-  }
-  if (!(sum > 0.0)) {
-    if (lse != nullptr) *lse = std::numeric_limits<float>::quiet_NaN();
-    return false;
-  }
-  if (lse != nullptr) {
-    *lse = static_cast<float>(max + (std::log(sum) - PlainShift(max, plain)));
-  }
-  *inv_sum = static_cast<float>(1.0 / sum);
-  return true;
-}
-
 // The whole softmax of one row over its kept segments (one whole-row
 // segment for dense-only masks). Masked keys outside the segments are the
 // caller's (zero-filled in the default mode). `sink` is the head's sink
@@ -540,7 +431,7 @@ HWY_NOINLINE void SoftmaxSegments(DF df, const RowSegments& row,
   });
 }
 
-// What chooses a row's code, besides its segments: the mask, the options,
+// What a row's code reads besides its segments: the mask, the options,
 // the row, and the per-element keep bytes when the row reads them.
 struct RowCode {
   const MaskSpec* mask;
@@ -549,7 +440,6 @@ struct RowCode {
   detail::RowIndex i;
   std::size_t q_len, n;
   std::size_t m;    // the row's offset in the dense part
-  bool dense_rows;  // a dense-only mask read directly (no rule, no ALiBi)
   bool read_bytes;  // per-element rules: keep bytes from key `origin`
   const std::uint8_t* keep_bytes;
   std::size_t origin;
@@ -563,68 +453,56 @@ HWY_INLINE const float* RowBias(const RowCode& code) {
   return static_cast<const float*>(code.mask->data) + code.m;
 }
 
-// Calls f(source) with the keep bytes of a row of per-element rules, under
-// the row's bias when it has one.
-template <class F>
-HWY_INLINE void WithKeepByteSource(const RowCode& code, const F& f) {
-  if (code.rules->dense == DenseKind::kBias) {
-    f(KeptBytesSource<BiasSource>{
-        code.keep_bytes, code.origin, {RowBias(code)}});
-  } else {
-    f(KeptBytesSource<NoSource>{code.keep_bytes, code.origin, {}});
-  }
-}
-
-// Calls f(source) with the row's mask source under ALiBi, or without it:
-// the keep bytes of per-element rules, a bias, both, or nothing.
-template <class F>
-HWY_INLINE void WithRuleSource(const RowCode& code, const F& f) {
-  if (code.read_bytes) {
-    WithKeepByteSource(code, f);
-  } else if (code.rules->dense == DenseKind::kBias) {
-    f(BiasSource{RowBias(code)});
-  } else {
-    f(NoSource{});
-  }
-}
-
-// The rows with ALiBi, over implicit key positions
-// (src/softmax/softmax_alibi_rows.cc) and explicit ones
-// (src/softmax/softmax_alibi_explicit_rows.cc), and those of a dense keep mask:
-// units of their own, so that no unit takes long to compile.
+// The seam: the paths compiled in units of their own
+// (src/softmax/general_row_units-inl.h, one macro per unit), so that no unit
+// takes long to compile; src/softmax/row_path.h's table names the units.
+void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
+                         detail::RowPrefetch& prefetch);
+void SoftmaxKeepByteRow(const RowSegments& row, const RowCode& code,
+                        detail::RowPrefetch& prefetch);
 void SoftmaxAlibiRow(const RowSegments& row, const RowCode& code,
                      detail::RowPrefetch& prefetch);
 void SoftmaxAlibiExplicitRow(const RowSegments& row, const RowCode& code,
                              detail::RowPrefetch& prefetch);
-// The rows that read keep bytes without ALiBi
-// (src/softmax/softmax_keep_byte_rows.cc).
-void SoftmaxKeepByteRow(const RowSegments& row, const RowCode& code,
-                        detail::RowPrefetch& prefetch);
-// The rows of a dense f32 or u8 keep mask alone, read directly
-// (src/softmax/softmax_dense_rows.cc).
-void SoftmaxDenseKeepRow(const RowSegments& row, const RowCode& code,
-                         detail::RowPrefetch& prefetch);
 
-// What chooses the code of a row that is not plain: which source its passes
-// read (docs/KERNELS.md, "Which code runs for a row", lists them).
-inline void SoftmaxRow(const RowSegments& row, const RowCode& code,
-                       detail::RowPrefetch& prefetch) {
+// The softmax of a row of the general loop on the path ChooseRowPath
+// (src/softmax/row_path.h) chose for it: which source its passes read.
+inline void SoftmaxRow(detail::RowPath path, const RowSegments& row,
+                       const RowCode& code, detail::RowPrefetch& prefetch) {
+  using detail::RowPath;
   const hn::ScalableTag<float> df;
   const SoftmaxOptions& options = *code.options;
-  // A dense bias alone is the rule path's BiasSource (no rule, no bytes).
-  if (code.dense_rows && code.rules->dense != DenseKind::kBias) {
-    return SoftmaxDenseKeepRow(row, code, prefetch);
+  switch (path) {
+    case RowPath::kDenseOnlyF32:
+      // A dense bias alone is the bias path's BiasSource.
+      if (code.rules->dense == DenseKind::kBias) break;
+      return SoftmaxDenseKeepRow(row, code, prefetch);
+    case RowPath::kDenseKeep:
+      return SoftmaxDenseKeepRow(row, code, prefetch);
+    case RowPath::kKeepBytes:
+    case RowPath::kKeepByteTiles:
+    case RowPath::kVectorMap:  // row.map set by the loop
+      return SoftmaxKeepByteRow(row, code, prefetch);
+    case RowPath::kAlibiImplicit:
+      return SoftmaxAlibiRow(row, code, prefetch);
+    case RowPath::kAlibiExplicit:
+      return SoftmaxAlibiExplicitRow(row, code, prefetch);
+    case RowPath::kBias:
+      break;
+    case RowPath::kIntervals:
+      return SoftmaxSegments(df, row, NoSource{}, options, code.sink, code.lse,
+                             code.part, prefetch);
+    case RowPath::kPlainBatch:
+    case RowPath::kPlainAlibiBatch:
+    case RowPath::kDecodeRun:
+    case RowPath::kPlainHandOff:
+    case RowPath::kKeyList:  // the list kernels', a whole call
+    case RowPath::kBlockList:
+      HWY_DASSERT(false);  // never a general row's path
+      return;
   }
-  if (options.alibi_slopes != nullptr) {
-    return SoftmaxAlibiRow(row, code, prefetch);
-  }
-  if (code.read_bytes) return SoftmaxKeepByteRow(row, code, prefetch);
-  if (code.rules->dense == DenseKind::kBias) {
-    return SoftmaxSegments(df, row, BiasSource{RowBias(code)}, options,
-                           code.sink, code.lse, code.part, prefetch);
-  }
-  SoftmaxSegments(df, row, NoSource{}, options, code.sink, code.lse, code.part,
-                  prefetch);
+  SoftmaxSegments(df, row, BiasSource{RowBias(code)}, options, code.sink,
+                  code.lse, code.part, prefetch);
 }
 
 // NOLINTNEXTLINE(google-readability-namespace-comments)
