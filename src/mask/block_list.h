@@ -20,6 +20,7 @@
 
 #include "rlx/scores.h"
 #include "src/mask/mask_rows.h"
+#include "src/mask/row_keep_bytes.h"
 
 namespace rlx::detail {
 

@@ -4,7 +4,7 @@
 // intervals (rlx/score_kernels.h kept_keys) add to those counts per
 // interval, through difference arrays: O(intervals) a row plus O(k_blocks)
 // a query block, whatever tk. Rows with per-element rules count their keep
-// bytes (src/mask/mask_rows.h RowKeepBytes) per key block: O(k_len) a row.
+// bytes (src/mask/row_keep_bytes.h RowKeepBytes) per key block: O(k_len) a row.
 #include "rlx/block_mask.h"
 
 #include <algorithm>
@@ -18,6 +18,7 @@
 #include "src/mask/block_list.h"
 #include "src/mask/key_list.h"
 #include "src/mask/mask_rows.h"
+#include "src/mask/row_keep_bytes.h"
 #include "src/util/checked_size.h"
 
 namespace rlx {

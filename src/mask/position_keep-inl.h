@@ -18,6 +18,7 @@
 
 #include "hwy/highway.h"
 #include "src/mask/mask_rows.h"
+#include "src/mask/row_keep_bytes.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace rlx {

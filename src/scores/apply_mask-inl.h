@@ -20,6 +20,7 @@
 #include "src/mask/mask_rows.h"
 #include "src/mask/mask_sources-inl.h"
 #include "src/mask/position_keep-inl.h"
+#include "src/mask/row_keep_bytes.h"
 #include "src/util/row_convert-inl.h"
 #include "src/util/store_run-inl.h"
 

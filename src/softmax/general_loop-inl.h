@@ -24,6 +24,7 @@
 #include "rlx/score_kernels.h"
 #include "src/mask/mask_rows.h"
 #include "src/mask/position_keep-inl.h"
+#include "src/mask/row_keep_bytes.h"
 #include "src/softmax/general_row-inl.h"
 #include "src/softmax/row_loop_shared.h"
 #include "src/softmax/row_path.h"

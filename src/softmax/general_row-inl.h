@@ -34,6 +34,7 @@
 #include "src/mask/mask_rows.h"
 #include "src/mask/mask_sources-inl.h"
 #include "src/mask/position_keep-inl.h"
+#include "src/mask/row_keep_bytes.h"
 #include "src/softmax/row_path.h"
 #include "src/softmax/softmax_passes-inl.h"
 #include "src/softmax/softmax_vector_map-inl.h"
