@@ -317,7 +317,11 @@ TEST_P(BlockListTest, LargeCallsMatchTheOracle) {
   c.kind = MaskKind::kCausal;
   c.rules = testing::kBlockList;
   testing::RulesOf(rng, s, c, rm);
-  for (const ScoreType type : kTypes) {
+  // Scaled-down legs (sanitizers, qemu) check f32 alone: 20 MB, past the
+  // streaming-store threshold as the 16-bit rows' 10 MB are.
+  const std::size_t types = testing::TestScale() < 1.0 ? 1 : std::size(kTypes);
+  for (std::size_t ti = 0; ti < types; ++ti) {
+    const ScoreType type = kTypes[ti];
     testing::Tensor t = testing::MakeTensor(type, s, 3, 1);
     FillScores(rng, t);
     std::vector<std::uint8_t> got_bytes, want_bytes, before_bytes;
