@@ -19,6 +19,7 @@
 #include "src/mask/key_list.h"
 #include "src/mask/mask_rows.h"
 #include "src/mask/row_keep_bytes.h"
+#include "src/scores/list_checks.h"
 #include "src/util/checked_size.h"
 
 namespace rlx {
@@ -77,44 +78,20 @@ void Check(const MaskSpec& mask, const Shape4& shape, std::size_t b,
            ShapeString(shape));
     }
   }
-  if (mask.block_list.num_blocks != nullptr) {
-    const BlockList& l = mask.block_list;
-    if ((l.batch != 1 && l.batch != shape.batch) ||
-        (l.heads != 1 && l.heads != shape.heads)) {
-      Fail("block list batch " + std::to_string(l.batch) + " and heads " +
-           std::to_string(l.heads) + " must each be 1 or the extent of " +
-           ShapeString(shape));
-    }
-  }
   // The rest of the mask's checks, as the kernels make them.
   try {
     kept_keys(mask, b, 0, shape.q_len, shape.k_len);
   } catch (const std::invalid_argument& e) {
     Fail(e.what());
   }
-  // A key list's slots of every query row of (b, h).
-  if (mask.key_indices != nullptr) {
-    const Shape4& ls = mask.key_indices_shape;
-    if (!(ls.batch == 1 || ls.batch == shape.batch) ||
-        !(ls.heads == 1 || ls.heads == shape.heads) ||
-        !(ls.q_len == 1 || ls.q_len == shape.q_len)) {
-      Fail("key_indices shape " + ShapeString(ls) + " does not broadcast to " +
-           ShapeString(shape));
-    }
-    for (std::size_t q = 0; q < shape.q_len; ++q) {
-      const std::int32_t* slots =
-          mask.key_indices +
-          detail::KeyListRowOffset(ls, detail::RowIndex{b, h, q});
-      const std::size_t bad =
-          detail::FirstBadKeySlot(slots, ls.k_len, shape.k_len);
-      if (bad == ls.k_len) continue;
-      Fail("key_indices of row (batch " + std::to_string(b) + ", head " +
-           std::to_string(h) + ", query " + std::to_string(q) + "), slot " +
-           std::to_string(bad) + ", is " + std::to_string(slots[bad]) +
-           ": must be -1 (unused) or a key in [0, k_len = " +
-           std::to_string(shape.k_len) + ")");
-    }
-  }
+  // A key list's slots and a block list's entries of every query row of
+  // (b, h), as the kernels check a call's rows.
+  detail::CheckKeyList("classify_blocks", mask, shape);
+  detail::CheckBlockList("classify_blocks", mask, shape);
+  const std::size_t first = (b * shape.heads + h) * shape.q_len;
+  const RowRange rows{first, first + shape.q_len};
+  detail::CheckKeyListSlots("classify_blocks", mask, shape, rows);
+  detail::CheckBlockListRows("classify_blocks", mask, shape, rows);
 }
 
 }  // namespace

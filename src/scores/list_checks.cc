@@ -65,20 +65,12 @@ void CheckKeyListSlots(const char* who, const MaskSpec& mask,
   }
 }
 
-// A block list (docs/SEMANTICS.md, "Block lists"): its extents against the
-// scores', its counts and indices, and no key block listed twice for a
-// query block (twice in one list, or both full and partial: an error, not
-// a union; FlexAttention never produces either). Every entry is read, so
-// that nothing is written when one is bad.
+// A block list's extents against the scores' (docs/SEMANTICS.md, "Block
+// lists"); its entries are checked per call's rows (CheckBlockListRows).
 void CheckBlockList(const char* who, const MaskSpec& mask,
                     const Shape4& scores) {
   const BlockList& list = mask.block_list;
   if (list.num_blocks == nullptr) return;
-  if (mask.key_indices != nullptr) {
-    Fail(who,
-         "a mask takes a key list (key_indices) or a block list "
-         "(block_list), not both");
-  }
   const auto sizes = [&] {
     return "block list batch " + std::to_string(list.batch) + ", heads " +
            std::to_string(list.heads) + ", q_blocks " +
@@ -112,63 +104,92 @@ void CheckBlockList(const char* who, const MaskSpec& mask,
                   std::to_string(q_blocks) + " for q_len " +
                   std::to_string(scores.q_len));
   }
-  const std::size_t k_blocks =
-      scores.k_len / list.k_block + (scores.k_len % list.k_block != 0);
   if (!CheckedProduct(
           {list.batch, list.heads, list.q_blocks, list.max_blocks})) {
     Fail(who, sizes() + " describe more than " + MaxSizeString() + " entries");
   }
-  // Listed blocks of one query block, a window of key blocks at a time in
-  // a fixed bitset (no allocation).
+}
+
+namespace {
+
+// The entries of list row `row` (of batch x heads x q_blocks): counts in
+// [0, max_blocks], indices of key blocks, no key block listed twice (in one
+// list, or both full and partial: an error, not a union; FlexAttention
+// never produces either), found a window of key blocks at a time in a
+// fixed bitset (no allocation).
+void CheckBlockListRow(const char* who, const BlockList& list,
+                       const Shape4& scores, std::size_t row) {
+  const std::size_t k_blocks =
+      scores.k_len / list.k_block + (scores.k_len % list.k_block != 0);
   constexpr std::size_t kWindow = 4096;
   std::uint64_t seen[kWindow / 64];
-  const std::size_t rows = list.batch * list.heads * list.q_blocks;
-  for (std::size_t row = 0; row < rows; ++row) {
-    const std::int32_t* counts[] = {list.num_blocks, list.full_num_blocks};
-    const std::int32_t* lists[] = {list.indices, list.full_indices};
-    const char* names[] = {"num_blocks", "full_num_blocks"};
-    const char* index_names[] = {"indices", "full_indices"};
+  const std::int32_t* counts[] = {list.num_blocks, list.full_num_blocks};
+  const std::int32_t* lists[] = {list.indices, list.full_indices};
+  const char* names[] = {"num_blocks", "full_num_blocks"};
+  const char* index_names[] = {"indices", "full_indices"};
+  for (int l = 0; l < 2; ++l) {
+    if (counts[l] == nullptr) continue;
+    const std::int32_t count = counts[l][row];
+    if (count < 0 || static_cast<std::size_t>(count) > list.max_blocks) {
+      Fail(who, std::string("block list ") + names[l] + "[" +
+                    std::to_string(row) + "] = " + std::to_string(count) +
+                    " is not in [0, max_blocks " +
+                    std::to_string(list.max_blocks) + "]");
+    }
+    for (std::int32_t s = 0; s < count; ++s) {
+      const std::int32_t j = lists[l][row * list.max_blocks + s];
+      if (j < 0 || static_cast<std::size_t>(j) >= k_blocks) {
+        Fail(who, std::string("block list ") + index_names[l] + "[" +
+                      std::to_string(row * list.max_blocks + s) +
+                      "] = " + std::to_string(j) +
+                      " is not a key block in [0, " + std::to_string(k_blocks) +
+                      ") (k_len " + std::to_string(scores.k_len) +
+                      ", k_block " + std::to_string(list.k_block) + ")");
+      }
+    }
+  }
+  for (std::size_t w = 0; w < k_blocks; w += kWindow) {
+    std::memset(seen, 0, sizeof(seen));
     for (int l = 0; l < 2; ++l) {
       if (counts[l] == nullptr) continue;
-      const std::int32_t count = counts[l][row];
-      if (count < 0 || static_cast<std::size_t>(count) > list.max_blocks) {
-        Fail(who, std::string("block list ") + names[l] + "[" +
-                      std::to_string(row) + "] = " + std::to_string(count) +
-                      " is not in [0, max_blocks " +
-                      std::to_string(list.max_blocks) + "]");
-      }
-      for (std::int32_t s = 0; s < count; ++s) {
-        const std::int32_t j = lists[l][row * list.max_blocks + s];
-        if (j < 0 || static_cast<std::size_t>(j) >= k_blocks) {
-          Fail(who, std::string("block list ") + index_names[l] + "[" +
-                        std::to_string(row * list.max_blocks + s) + "] = " +
-                        std::to_string(j) + " is not a key block in [0, " +
-                        std::to_string(k_blocks) + ") (k_len " +
-                        std::to_string(scores.k_len) + ", k_block " +
-                        std::to_string(list.k_block) + ")");
+      for (std::int32_t s = 0; s < counts[l][row]; ++s) {
+        const auto j =
+            static_cast<std::size_t>(lists[l][row * list.max_blocks + s]);
+        if (j < w || j >= w + kWindow) continue;
+        std::uint64_t& word = seen[(j - w) / 64];
+        const std::uint64_t bit = std::uint64_t{1} << ((j - w) % 64);
+        if (word & bit) {
+          Fail(who, "block list query block " + std::to_string(row) +
+                        " (of batch x heads x q_blocks) lists key block " +
+                        std::to_string(j) +
+                        " twice (in one list, or both full and partial)");
         }
+        word |= bit;
       }
     }
-    for (std::size_t w = 0; w < k_blocks; w += kWindow) {
-      std::memset(seen, 0, sizeof(seen));
-      for (int l = 0; l < 2; ++l) {
-        if (counts[l] == nullptr) continue;
-        for (std::int32_t s = 0; s < counts[l][row]; ++s) {
-          const auto j =
-              static_cast<std::size_t>(lists[l][row * list.max_blocks + s]);
-          if (j < w || j >= w + kWindow) continue;
-          std::uint64_t& word = seen[(j - w) / 64];
-          const std::uint64_t bit = std::uint64_t{1} << ((j - w) % 64);
-          if (word & bit) {
-            Fail(who, "block list query block " + std::to_string(row) +
-                          " (of batch x heads x q_blocks) lists key block " +
-                          std::to_string(j) +
-                          " twice (in one list, or both full and partial)");
-          }
-          word |= bit;
-        }
-      }
-    }
+  }
+}
+
+}  // namespace
+
+// Every entry of the list rows that scores rows `rows` read, before any of
+// them is written, as CheckKeyListSlots does for a key list.
+void CheckBlockListRows(const char* who, const MaskSpec& mask,
+                        const Shape4& scores, RowRange rows) {
+  const BlockList& list = mask.block_list;
+  if (list.num_blocks == nullptr || rows.begin == rows.end) return;
+  RowIndex i = RowIndexOf(scores, rows.begin);
+  std::size_t previous = std::numeric_limits<std::size_t>::max();
+  for (std::size_t r = rows.begin; r < rows.end;
+       ++r, i = NextRowIndex(scores, i)) {
+    const std::size_t row = ((list.batch == 1 ? 0 : i.b) * list.heads +
+                             (list.heads == 1 ? 0 : i.h)) *
+                                list.q_blocks +
+                            i.q / list.q_block;
+    // Rows of one query block read one list row: checked once a run.
+    if (row == previous) continue;
+    previous = row;
+    CheckBlockListRow(who, list, scores, row);
   }
 }
 

@@ -17,9 +17,14 @@ void CheckKeyList(const char* who, const MaskSpec& mask, const Shape4& scores);
 void CheckKeyListSlots(const char* who, const MaskSpec& mask,
                        const Shape4& scores, RowRange rows);
 
-// A block list: extents, counts, indices, no block listed twice.
+// A block list's extents against the scores'.
 void CheckBlockList(const char* who, const MaskSpec& mask,
                     const Shape4& scores);
+
+// Every entry of the block-list rows that scores rows `rows` read: counts,
+// indices, no key block listed twice.
+void CheckBlockListRows(const char* who, const MaskSpec& mask,
+                        const Shape4& scores, RowRange rows);
 
 }  // namespace rlx::detail
 

@@ -335,6 +335,15 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   if (blocks) heads = std::max(heads, mask.block_list.heads);
   const Shape4 shape{batches, heads, q_len, k_len};
   CheckMask(kWho, mask, shape);
+  // A block list: every entry (kept_keys is often the first call to see a
+  // list). A key list: the slots of every head's list of the row (a list
+  // broadcast over queries: its one row).
+  detail::CheckBlockListRows(kWho, mask, shape, RowRange::all(shape));
+  const std::size_t first = (batch_index * heads) * q_len + q;
+  for (std::size_t h = 0; h < heads; ++h) {
+    detail::CheckKeyListSlots(kWho, mask, shape,
+                              {first + h * q_len, first + h * q_len + 1});
+  }
   const detail::Rules rules = detail::RulesOf(mask);
   if (blocks) {
     return detail::BlockListKeptKeys(mask, rules, batch_index, q, q_len, k_len);
@@ -342,13 +351,6 @@ KeptKeys kept_keys(const MaskSpec& mask, std::size_t batch_index, std::size_t q,
   const KeptKeys cover =
       detail::KeptKeysOf(mask, rules, batch_index, q, q_len, k_len);
   if (!listed) return cover;
-  // The slots of every head's list of the row (a list broadcast over
-  // queries: its one row).
-  const std::size_t first = (batch_index * heads) * q_len + q;
-  for (std::size_t h = 0; h < heads; ++h) {
-    detail::CheckKeyListSlots(kWho, mask, shape,
-                              {first + h * q_len, first + h * q_len + 1});
-  }
   return detail::KeyListKeptKeys(mask, cover, batch_index, q);
 }
 
@@ -359,6 +361,7 @@ void apply_mask(const ScoreView& scores, const MaskSpec& mask, RowRange rows,
   CheckMask(kWho, mask, scores.shape);
   CheckRows(kWho, scores.shape, rows);
   detail::CheckKeyListSlots(kWho, mask, scores.shape, rows);
+  detail::CheckBlockListRows(kWho, mask, scores.shape, rows);
   if (rows.begin == rows.end) return;
   if (mask.key_indices != nullptr) {
     // Had before any row is written: a failed allocation writes nothing.
@@ -405,6 +408,7 @@ void detail::CheckSoftmaxCall(const char* who, const ScoreView& in,
   CheckMask(who, mask, in.shape);
   CheckRows(who, in.shape, rows);
   detail::CheckKeyListSlots(who, mask, in.shape, rows);
+  detail::CheckBlockListRows(who, mask, in.shape, rows);
   CheckPerHead(who, "sink_logits", options.sink_logits, in.shape.heads,
                /*allow_neg_inf=*/true);
   CheckPerHead(who, "alibi_slopes", options.alibi_slopes, in.shape.heads,
