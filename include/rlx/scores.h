@@ -72,8 +72,8 @@ struct ScoreView {
 // The kinds are listed once more in src/mask/mask_kind_list.h, from which the C
 // API's mapping and static_asserts, the fuzzer's and the tests' draws are
 // generated: a kind added here must get its row there (and its RLX_MASK_ /
-// RLX_DENSE_ constant in rlx/rlx_attn_mask.h); the library, tests and fuzzer
-// build with -Werror=switch, so every switch over the list that does not
+// RLX_DENSE_ constant in rlx/rlx_attn_mask_scores.h); the library, tests and
+// fuzzer build with -Werror=switch, so every switch over the list that does not
 // handle it yet (NameOf's, generated from the list, among them) is a build
 // error.
 enum class MaskKind : std::uint8_t {

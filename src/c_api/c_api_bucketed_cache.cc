@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The C API of the per-bucket artifact cache (rlx_bucketed_cache_* in
-// include/rlx/rlx_attn_mask.h) over rlx::BucketedCache: the artifacts are
-// the caller's opaque pointers, each owned by the cache through Artifact,
-// which releases it with the caller's function when the cache drops it.
-// Like src/c_api/c_api.cc: C-only checks first, then the C++ call inside Guard.
+// include/rlx/rlx_attn_mask_bucketed_cache.h) over rlx::BucketedCache: the
+// artifacts are the caller's opaque pointers, each owned by the cache through
+// Artifact, which releases it with the caller's function when the cache drops
+// it. Like src/c_api/c_api.cc: C-only checks first, then the C++ call inside
+// Guard.
 #include <cstddef>
 #include <cstdint>
 #include <optional>

@@ -144,7 +144,7 @@ std::optional<rlx::DenseKind> ToDenseKind(const rlx_dense_kind& kind) {
   return std::nullopt;
 }
 
-// Growing structs (include/rlx/rlx_attn_mask.h). kSizes<T> lists every
+// Growing structs (include/rlx/rlx_attn_mask_scores.h). kSizes<T> lists every
 // struct_size a released header produced, oldest first; each later version
 // appends fields after the end of the last (and must change sizeof: a field
 // that fit in the old trailing padding would be indistinguishable), then adds

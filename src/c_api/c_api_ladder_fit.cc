@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The C API of the ladders chosen from traffic (rlx_ladder_fit,
 // rlx_ladder_fit_counts, rlx_ladder_capped, rlx_ladder_least_max_padding in
-// include/rlx/rlx_attn_mask.h) over BucketLadder::fit, capped and
+// include/rlx/rlx_attn_mask_ladder_fit.h) over BucketLadder::fit, capped and
 // least_max_padding. Like src/c_api/c_api.cc: C-only checks first (null
 // pointers, enum values), then the C++ call inside Guard, so that no exception
 // crosses into C.

@@ -2,11 +2,11 @@
 // The one list of mask kinds and dense-part kinds (include/rlx/scores.h)
 // that the C mapping (src/c_api/c_api_convert.cc), the fuzzer (tests/fuzz/) and
 // the bindings' checks come from. Adding a kind: add its enumerator to
-// scores.h, its row here and its constant to include/rlx/rlx_attn_mask.h;
-// every switch over the list has no `default:`, and the library, tests and
-// fuzzer build with -Werror=switch, so each place that does not handle it
-// yet fails the build, and the static_asserts below fail until the list
-// matches the enum.
+// scores.h, its row here and its constant to
+// include/rlx/rlx_attn_mask_scores.h; every switch over the list has no
+// `default:`, and the library, tests and fuzzer build with -Werror=switch, so
+// each place that does not handle it yet fails the build, and the
+// static_asserts below fail until the list matches the enum.
 #ifndef RLX_SRC_MASK_MASK_KIND_LIST_H_
 #define RLX_SRC_MASK_MASK_KIND_LIST_H_
 

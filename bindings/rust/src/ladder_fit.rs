@@ -34,7 +34,8 @@ pub enum Cost<'a> {
 }
 
 // ---------------------------------------------------------------------------
-// The C declarations of this module's part of include/rlx/rlx_attn_mask.h.
+// The C declarations of this module's part of the C API,
+// include/rlx/rlx_attn_mask_ladder_fit.h.
 
 type RawCostFn = unsafe extern "C" fn(upper: u64, user_data: *mut c_void) -> f64;
 
