@@ -234,7 +234,7 @@ std::optional<rlx::MaskSpec> ToMask(const char* function,
 #define RLX_MAP_kExtent(field) spec.field = FromC(m.field);
 #define RLX_MAP_kRule(field) spec.field = FromC(m.field);
 #define RLX_MAP_kList(field) spec.field = FromC(m.field);
-#define RLX_MAP(field, role) RLX_MAP_##role(field)
+#define RLX_MAP(field, role, extent) RLX_MAP_##role(field)
   RLX_MASK_FIELD_LIST(RLX_MAP, RLX_MASK_FIELD_NOTHING)
 #undef RLX_MAP
 #undef RLX_MAP_kKind

@@ -238,7 +238,7 @@ void CheckMask(const char* who, const MaskSpec& mask, const Shape4& scores) {
 #define RLX_CHECK_kExtent(field) CheckRuleExtent(who, #field, mask.field);
 // kList fields: checked by hand below (CheckKeyList, CheckBlockList).
 #define RLX_CHECK_kList(field)
-#define RLX_CHECK(field, role) RLX_CHECK_##role(field)
+#define RLX_CHECK(field, role, extent) RLX_CHECK_##role(field)
   RLX_MASK_FIELD_LIST(RLX_CHECK, RLX_MASK_FIELD_NOTHING)
 #undef RLX_CHECK
 #undef RLX_CHECK_kKind

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 #include "bindings/python/src/mask.h"
 
+#include <cstdint>
 #include <string>
+#include <type_traits>
+
+#include "src/mask/mask_field_list.h"
 
 namespace rlx::python {
 namespace {
@@ -135,6 +139,28 @@ void CheckBatches(const char* who, const char* name, const ArrayPtr& a,
                ShapeString(*a) + " but needs " + need + " for scores " +
                ShapeString(shape));
   }
+}
+
+// The DType of a MaskSpec array's element type.
+template <class T>
+constexpr DType DTypeOf() {
+  static_assert(
+      std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::int64_t>,
+      "a per-batch mask array holds int32 or int64");
+  return std::is_same_v<T, std::int32_t> ? DType::kI32 : DType::kI64;
+}
+
+// A per-batch array of MaskSpec field `name` with elements T: the builders
+// took it with T's dtype, and it holds `per_batch` elements a batch.
+template <class T>
+void CheckField(const char* who, const char* name, const ArrayPtr& a,
+                std::size_t per_batch, const Shape4& shape,
+                const std::size_t* batch_index) {
+  if (a && a->dtype() != DTypeOf<T>()) {
+    ThrowDType(std::string(who) + ": mask " + name + " must be " +
+               DTypeName(DTypeOf<T>()) + ", got " + DTypeName(a->dtype()));
+  }
+  CheckBatches(who, name, a, per_batch, shape, batch_index);
 }
 
 }  // namespace
@@ -320,14 +346,40 @@ MaskSpec Mask::Bind(const char* who, const Shape4& shape,
     }
     s.shape.k_len = shape.k_len;
   }
-  CheckBatches(who, "query_offsets", query_offsets, 1, shape, batch_index);
-  CheckBatches(who, "prefix_end", prefix_end, 1, shape, batch_index);
-  CheckBatches(who, "q_segments", q_segment, shape.q_len, shape, batch_index);
-  CheckBatches(who, "k_segments", k_segment, shape.k_len, shape, batch_index);
-  CheckBatches(who, "q_positions", q_position, shape.q_len, shape, batch_index);
-  CheckBatches(who, "k_positions", k_position, shape.k_len, shape, batch_index);
-  CheckBatches(who, "q_groups", q_group, shape.q_len, shape, batch_index);
-  CheckBatches(who, "k_groups", k_group, shape.k_len, shape, batch_index);
+  // Every per-batch array of the field list (src/mask/mask_field_list.h),
+  // generated: its element type from MaskSpec's field, its length from the
+  // list's extent, its name in messages the builder's argument's. A new
+  // per-batch field needs a Mask member of the field's name and a name here.
+#define RLX_PY_NAME_query_offsets "query_offsets"
+#define RLX_PY_NAME_prefix_end "prefix_end"
+#define RLX_PY_NAME_q_segment "q_segments"
+#define RLX_PY_NAME_k_segment "k_segments"
+#define RLX_PY_NAME_q_position "q_positions"
+#define RLX_PY_NAME_k_position "k_positions"
+#define RLX_PY_NAME_q_group "q_groups"
+#define RLX_PY_NAME_k_group "k_groups"
+#define RLX_BIND_ARRAY(field, extent)                                          \
+  CheckField<                                                                  \
+      std::remove_cv_t<std::remove_pointer_t<decltype(MaskSpec::field)>>>(     \
+      who, RLX_PY_NAME_##field, field,                                         \
+      fields::PerBatch(fields::FieldExtent::extent, shape.q_len, shape.k_len), \
+      shape, batch_index);
+#define RLX_BIND_kScalar(field)
+#define RLX_BIND_kDenseShape(field)
+#define RLX_BIND_kOwnShape(field)
+#define RLX_BIND_kBatch(field) RLX_BIND_ARRAY(field, kBatch)
+#define RLX_BIND_kBatchQuery(field) RLX_BIND_ARRAY(field, kBatchQuery)
+#define RLX_BIND_kBatchKey(field) RLX_BIND_ARRAY(field, kBatchKey)
+#define RLX_BIND(field, role, extent) RLX_BIND_##extent(field)
+  RLX_MASK_FIELD_LIST(RLX_BIND, RLX_MASK_FIELD_NOTHING)
+#undef RLX_BIND
+#undef RLX_BIND_kScalar
+#undef RLX_BIND_kDenseShape
+#undef RLX_BIND_kOwnShape
+#undef RLX_BIND_kBatch
+#undef RLX_BIND_kBatchQuery
+#undef RLX_BIND_kBatchKey
+#undef RLX_BIND_ARRAY
   return s;
 }
 

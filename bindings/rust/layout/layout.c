@@ -35,7 +35,8 @@ static const rlx_layout_entry kLayout[] = {
     RLX_OFFSET(rlx_mask_spec, struct_size),
 /* Every field of the list that rlx::MaskSpec is (src/mask/mask_field_list.h):
  * a field added there must reach the Rust declarations too. */
-#define RLX_MASK_FIELD_OFFSET(field, role) RLX_OFFSET(rlx_mask_spec, field),
+#define RLX_MASK_FIELD_OFFSET(field, role, extent) \
+  RLX_OFFSET(rlx_mask_spec, field),
     RLX_MASK_FIELD_LIST(RLX_MASK_FIELD_OFFSET, RLX_MASK_FIELD_NOTHING)
 #undef RLX_MASK_FIELD_OFFSET
         RLX_SIZE(rlx_softmax_options),
@@ -86,6 +87,35 @@ static const rlx_layout_entry kLayout[] = {
     {"RLX_MASK_KEEP_BITS", RLX_MASK_KEEP_BITS},
     {"RLX_DENSE_BIAS", RLX_DENSE_BIAS},
 };
+
+/* Each field of the list with its extent (RLX_MASK_EXTENT_*) and, for a
+ * per-batch array, the size of its element: the Rust crate's length checks
+ * are tested against them (src/layout_tests.rs). */
+typedef struct {
+  const char* name;
+  size_t extent;
+  size_t element_size;
+} rlx_field_extent_entry;
+
+#define RLX_ELEMENT_SIZE_kScalar(field) 0
+#define RLX_ELEMENT_SIZE_kDenseShape(field) 0
+#define RLX_ELEMENT_SIZE_kOwnShape(field) 0
+#define RLX_ELEMENT_SIZE_ARRAY(field) sizeof(*((rlx_mask_spec*)0)->field)
+#define RLX_ELEMENT_SIZE_kBatch(field) RLX_ELEMENT_SIZE_ARRAY(field)
+#define RLX_ELEMENT_SIZE_kBatchQuery(field) RLX_ELEMENT_SIZE_ARRAY(field)
+#define RLX_ELEMENT_SIZE_kBatchKey(field) RLX_ELEMENT_SIZE_ARRAY(field)
+#define RLX_FIELD_EXTENT_ENTRY(field, role, extent) \
+  {#field, RLX_MASK_EXTENT_##extent, RLX_ELEMENT_SIZE_##extent(field)},
+
+static const rlx_field_extent_entry kFieldExtents[] = {
+    RLX_MASK_FIELD_LIST(RLX_FIELD_EXTENT_ENTRY, RLX_MASK_FIELD_NOTHING)};
+
+const rlx_field_extent_entry* rlx_rust_mask_field_extents(size_t* n);
+
+const rlx_field_extent_entry* rlx_rust_mask_field_extents(size_t* n) {
+  *n = sizeof(kFieldExtents) / sizeof(kFieldExtents[0]);
+  return kFieldExtents;
+}
 
 const rlx_layout_entry* rlx_rust_layout(size_t* n);
 

@@ -378,7 +378,19 @@ pub struct rlx_layout_entry {
     pub value: usize,
 }
 
+/// One field of the C side's mask field list (layout/layout.c): its name,
+/// its extent (RLX_MASK_EXTENT_* of src/mask/mask_field_list.h) and, for a
+/// per-batch array, the size of its element.
+#[cfg(test)]
+#[repr(C)]
+pub struct rlx_field_extent_entry {
+    pub name: *const std::os::raw::c_char,
+    pub extent: usize,
+    pub element_size: usize,
+}
+
 #[cfg(test)]
 extern "C" {
     pub fn rlx_rust_layout(n: *mut usize) -> *const rlx_layout_entry;
+    pub fn rlx_rust_mask_field_extents(n: *mut usize) -> *const rlx_field_extent_entry;
 }

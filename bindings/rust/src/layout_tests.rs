@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
+use std::os::raw::c_char;
 use std::mem::{size_of, MaybeUninit};
 use std::ptr::addr_of;
 
@@ -85,18 +86,25 @@ fn rust_layout() -> BTreeMap<String, usize> {
     m
 }
 
-fn c_layout() -> BTreeMap<String, usize> {
+/// The entries of a static C table of layout.c, each with its name.
+fn c_table<E>(
+    get: unsafe extern "C" fn(*mut usize) -> *const E,
+    name: fn(&E) -> *const c_char,
+) -> Vec<(String, &'static E)> {
     let mut n = 0usize;
-    // SAFETY: returns a static table of n entries with static C strings.
-    let table = unsafe { rlx_rust_layout(&mut n) };
-    let entries = unsafe { std::slice::from_raw_parts(table, n) };
+    // SAFETY: layout.c's tables are static arrays of n entries, each named
+    // by a NUL-terminated static string.
+    let entries = unsafe { std::slice::from_raw_parts(get(&mut n), n) };
     entries
         .iter()
-        .map(|e| {
-            // SAFETY: each name is a NUL-terminated static string.
-            let name = unsafe { CStr::from_ptr(e.name) };
-            (name.to_string_lossy().into_owned(), e.value)
-        })
+        .map(|e| (unsafe { CStr::from_ptr(name(e)) }.to_string_lossy().into_owned(), e))
+        .collect()
+}
+
+fn c_layout() -> BTreeMap<String, usize> {
+    c_table(rlx_rust_layout, |e| e.name)
+        .into_iter()
+        .map(|(name, e)| (name, e.value))
         .collect()
 }
 
@@ -127,4 +135,78 @@ fn init_values_match_the_c_header() {
     let o = rlx_softmax_options::new();
     assert_eq!(o.struct_size, size_of::<rlx_softmax_options>());
     assert_eq!((o.scale, o.softcap, o.zero_masked), (1.0, 0.0, true));
+}
+
+/// The C field list's extents (src/mask/mask_field_list.h): name, extent
+/// code, element size.
+fn c_field_extents() -> Vec<(String, usize, usize)> {
+    c_table(rlx_rust_mask_field_extents, |e| e.name)
+        .into_iter()
+        .map(|(name, e)| (name, e.extent, e.element_size))
+        .collect()
+}
+
+/// A mask with `field` set to `a32` or `a64` (whichever is its type) and any
+/// other side of a pair to `other32`, and the size of the Rust element; None
+/// for a field this crate has no builder for.
+fn with_field<'a>(
+    field: &str,
+    a32: &'a [i32],
+    a64: &'a [i64],
+    other32: &'a [i32],
+) -> Option<(crate::scores::MaskSpec<'a>, usize)> {
+    use crate::scores::Mask;
+    let m = Mask::Causal;
+    let (i32s, i64s) = (size_of::<i32>(), size_of::<i64>());
+    Some(match field {
+        "query_offsets" => (m.with_query_offsets(a64), i64s),
+        "prefix_end" => (m.with_prefix(a64), i64s),
+        "q_segment" => (m.with_segments(a32, other32), i32s),
+        "k_segment" => (m.with_segments(other32, a32), i32s),
+        "q_position" => (m.with_positions(Some(a64), None), i64s),
+        "k_position" => (m.with_positions(None, Some(a64)), i64s),
+        "q_group" => (m.with_groups(a32, other32), i32s),
+        "k_group" => (m.with_groups(other32, a32), i32s),
+        _ => return None,
+    })
+}
+
+/// Every per-batch array of the C field list has a Rust builder whose
+/// element has the C element's size, and the crate's length check accepts
+/// exactly the list's extent ([batch], [batch, q_len] or [batch, k_len])
+/// and rejects one element less, naming the field.
+#[test]
+fn rust_length_checks_follow_the_field_list() {
+    use crate::scores::{extent_of, Shape};
+    const BATCH: usize = 1;
+    const BATCH_QUERY: usize = 2;
+    const BATCH_KEY: usize = 3;
+    let shape = Shape::new(2, 3, 5, 7);
+    let long = vec![0i32; 64];
+    let mut probed = 0;
+    for (field, extent, element_size) in c_field_extents() {
+        let per_batch = match extent {
+            BATCH => 1,
+            BATCH_QUERY => shape.q_len,
+            BATCH_KEY => shape.k_len,
+            _ => continue,
+        };
+        let need = shape.batch * per_batch;
+        for len in [need, need - 1] {
+            let (a32, a64) = (vec![0i32; len], vec![0i64; len]);
+            let (spec, rust_size) = with_field(&field, &a32, &a64, &long).unwrap_or_else(|| {
+                panic!("{field}: a per-batch array of the C field list with no Rust builder here")
+            });
+            assert_eq!(rust_size, element_size, "{field}: element size, Rust vs C");
+            let got = spec.to_ffi("probe", extent_of(shape));
+            if len == need {
+                assert!(got.is_ok(), "{field}: {len} elements rejected: {:?}", got.err());
+            } else {
+                let e = got.expect_err(&format!("{field}: {len} elements accepted, {need} needed"));
+                assert!(e.to_string().contains(&field), "{field}: message {e}");
+            }
+        }
+        probed += 1;
+    }
+    assert_eq!(probed, 8, "per-batch arrays in the C field list");
 }
