@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
-use std::os::raw::c_char;
 use std::mem::{size_of, MaybeUninit};
+use std::os::raw::c_char;
 use std::ptr::addr_of;
 
 use crate::ffi::*;
@@ -97,7 +97,14 @@ fn c_table<E>(
     let entries = unsafe { std::slice::from_raw_parts(get(&mut n), n) };
     entries
         .iter()
-        .map(|e| (unsafe { CStr::from_ptr(name(e)) }.to_string_lossy().into_owned(), e))
+        .map(|e| {
+            (
+                unsafe { CStr::from_ptr(name(e)) }
+                    .to_string_lossy()
+                    .into_owned(),
+                e,
+            )
+        })
         .collect()
 }
 
@@ -200,7 +207,11 @@ fn rust_length_checks_follow_the_field_list() {
             assert_eq!(rust_size, element_size, "{field}: element size, Rust vs C");
             let got = spec.to_ffi("probe", extent_of(shape));
             if len == need {
-                assert!(got.is_ok(), "{field}: {len} elements rejected: {:?}", got.err());
+                assert!(
+                    got.is_ok(),
+                    "{field}: {len} elements rejected: {:?}",
+                    got.err()
+                );
             } else {
                 let e = got.expect_err(&format!("{field}: {len} elements accepted, {need} needed"));
                 assert!(e.to_string().contains(&field), "{field}: message {e}");
