@@ -27,6 +27,7 @@
 #include "tests/common/error_of.h"
 #include "tests/common/per_target.h"
 #include "tests/common/score_check.h"
+#include "tests/mask/bad_mask_cases.h"
 #include "tests/reference/reference.h"
 
 namespace rlx {
@@ -404,14 +405,8 @@ TEST_P(MaskGroupsTest, GroupsStayUnderValidSegmentsAndDenseParts) {
 }
 
 TEST_P(MaskGroupsTest, BadGroupsAndWindowsThrowNamingTheValues) {
-  std::vector<float> scores(2 * 8, 1.5f);
-  const std::vector<float> before = scores;
-  const ScoreView view = ScoreView::f32(scores.data(), {1, 1, 2, 8});
   const std::int32_t group[8] = {};
-  const struct {
-    MaskSpec mask;
-    std::string text;
-  } cases[] = {
+  const testing::BadMask cases[] = {
       {MaskSpec::causal().with_groups(group, nullptr),
        "groups need both sides, but k_group is null"},
       {MaskSpec::causal().with_groups(nullptr, group),
@@ -419,18 +414,7 @@ TEST_P(MaskGroupsTest, BadGroupsAndWindowsThrowNamingTheValues) {
       {MaskSpec::none().with_window_keys_after(std::size_t{1} << 63),
        "window_keys_after 9223372036854775808 exceeds"},
   };
-  for (const auto& c : cases) {
-    for (const auto& [who, call] :
-         std::vector<std::pair<std::string, std::function<void()>>>{
-             {"apply_mask", [&] { apply_mask(view, c.mask); }},
-             {"masked_softmax", [&] { masked_softmax(view, c.mask); }},
-             {"kept_keys", [&] { kept_keys(c.mask, 0, 1, 2, 8); }}}) {
-      const std::string error = ErrorOf(call);
-      EXPECT_THAT(error, HasSubstr(who + ": "));
-      EXPECT_THAT(error, HasSubstr(c.text));
-      EXPECT_EQ(scores, before) << error;
-    }
-  }
+  for (const auto& c : cases) testing::ExpectRejectedEverywhere(c);
 }
 
 }  // namespace

@@ -23,6 +23,7 @@
 #include "tests/common/error_of.h"
 #include "tests/common/per_target.h"
 #include "tests/common/score_check.h"
+#include "tests/mask/bad_mask_cases.h"
 #include "tests/mask/rule_masks.h"
 #include "tests/reference/reference.h"
 
@@ -575,16 +576,10 @@ TEST_P(MaskRulesTest, KeepBitsReadBitKOfWordKOver64) {
 }
 
 TEST_P(MaskRulesTest, BadRulesThrowNamingTheValuesAndWriteNothing) {
-  std::vector<float> s(2 * 8, 1.5f);
-  const std::vector<float> before = s;
-  const ScoreView scores = ScoreView::f32(s.data(), {1, 1, 2, 8});
   const std::int32_t seg[8] = {};
   const std::vector<std::uint64_t> words(4, 1);
   const std::vector<float> keep(16, 1.0f);
-  const struct {
-    MaskSpec mask;
-    std::string text;
-  } cases[] = {
+  const testing::BadMask cases[] = {
       {MaskSpec::causal().with_window_keys(std::size_t{1} << 63),
        "window_keys 9223372036854775808 exceeds"},
       {MaskSpec::causal().with_chunk(~std::size_t{0}),
@@ -601,18 +596,7 @@ TEST_P(MaskRulesTest, BadRulesThrowNamingTheValuesAndWriteNothing) {
       {MaskSpec::causal().with_keep_bits(nullptr, {1, 1, 2, 8}),
        "dense mask data is null (bit keep mask)"},
   };
-  for (const auto& c : cases) {
-    for (const auto& [who, call] :
-         std::vector<std::pair<std::string, std::function<void()>>>{
-             {"apply_mask", [&] { apply_mask(scores, c.mask); }},
-             {"masked_softmax", [&] { masked_softmax(scores, c.mask); }},
-             {"kept_keys", [&] { kept_keys(c.mask, 0, 1, 2, 8); }}}) {
-      const std::string error = ErrorOf(call);
-      EXPECT_THAT(error, HasSubstr(who + ": "));
-      EXPECT_THAT(error, HasSubstr(c.text));
-      EXPECT_EQ(s, before) << error;
-    }
-  }
+  for (const auto& c : cases) testing::ExpectRejectedEverywhere(c);
 }
 
 }  // namespace
