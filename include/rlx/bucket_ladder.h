@@ -94,7 +94,7 @@ class RLX_ATTN_MASK_API BucketLadder {
   // them, when they are not counted, adds O(n log n) unless max(lengths) is
   // O(n)) and O(m * min(max_buckets, m)) memory. 10^6 lengths drawn
   // uniformly from [1, 131072] (131k distinct) into 32 buckets take about
-  // 0.12 s of CPU time on one core (bench/ladder_fit_bench.cc;
+  // 0.12 s of CPU time on one core (bench/suites/ladder_fit_bench.cc;
   // docs/LADDERS.md has the run). Made for the tens to hundreds of buckets
   // of a compile cache: 10^4 buckets over 10^5 distinct lengths would take
   // 4 GB and minutes.

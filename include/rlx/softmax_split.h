@@ -42,7 +42,8 @@ struct KeyRange {
 
 // What the default mode's zero fill of a masked key costs, relative to the
 // softmax of a kept key (three passes and an exp): about a quarter
-// (measured on AVX3 with split_row_in_place, bench/softmax_ext_bench.cc).
+// (measured on AVX3 with split_row_in_place,
+// bench/suites/softmax_ext_bench.cc).
 inline constexpr double kMaskedKeyFillCost = 0.25;
 
 // Part `part` of a balanced split of a row into `parts` key ranges: the

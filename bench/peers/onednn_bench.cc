@@ -16,9 +16,9 @@
 #include <dnnl.hpp>
 #include <string>
 
-#include "bench/bench_util.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "rlx/score_kernels.h"
 
 namespace rlx::bench {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// rlx_attn_bench's problems of the user's own (bench/problem.h): the
+// rlx_attn_bench's problems of the user's own (bench/harness/problem.h): the
 // examples of docs/BENCHMARKING.md parse, build and pass the library's
 // checks; bad input is rejected with a message that names what is wrong;
 // a problem that describes a standard workload keeps what it keeps; and
-// the clock's plausibility rules (bench/clock.h).
-#include "bench/problem.h"
+// the clock's plausibility rules (bench/harness/clock.h).
+#include "bench/harness/problem.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/clock.h"
-#include "bench/workloads.h"
+#include "bench/harness/clock.h"
+#include "bench/harness/workloads.h"
 
 namespace rlx::bench {
 namespace {

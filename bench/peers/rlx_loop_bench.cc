@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// rlx_loop/<workload>: the RLX executor's scalar loop (bench/rlx_loop.h) on
-// the workload's scores and its materialised mask, the baseline every
+// rlx_loop/<workload>: the RLX executor's scalar loop (bench/peers/rlx_loop.h)
+// on the workload's scores and its materialised mask, the baseline every
 // speedup in the report is relative to.
 #include <benchmark/benchmark.h>
 
 #include <string>
 
-#include "bench/bench_util.h"
-#include "bench/rlx_loop.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
+#include "bench/peers/rlx_loop.h"
 
 namespace rlx::bench {
 namespace {

@@ -29,7 +29,7 @@
 //       a strided view with no mask: a row's fixed cost, and its cost with
 //       D1's kept keys but no Decode token segment and no fill
 //   kept_softmax_floor/D1head16/<target>, .../D1head301/<target>  the
-//       floor's plain softmax (bench/floors.h) on exactly those keys, in
+//       floor's plain softmax (bench/floors/floors.h) on exactly those keys, in
 //       place at D1's row stride: what the kernel's per-row and per-call
 //       work costs over the floor with the same keys in the same memory
 //   kept_softmax_floor_in_place/<workload>/<target>  (D1, D2, D2w, D3 and
@@ -38,15 +38,15 @@
 //       workload's own row stride and alignment: what the floor itself pays
 //       for the layout the kernel is given (kept_softmax_floor slices the
 //       kept keys out, converted to f32); 16-bit rows converted as they are
-//       read and written (bench/floors.h KeptSoftmaxFloor16)
+//       read and written (bench/floors/floors.h KeptSoftmaxFloor16)
 //   kept_softmax_floor_contract/<workload>/<target>  (D1, D2, D2w, D3,
 //       their bf16 and f16 rows, and D2full)
 //       the floor's recipe in place over every kept interval of each row
 //       (the Decode token key too) under masked_softmax's contract: no
 //       masked key read or written, the kernel's f64-widened sum, 16-bit
 //       rows converted into a work buffer and back as the kernel converts
-//       them (bench/floors.h ContractSoftmaxFloor); against the kept-only
-//       rows, what the kernel's own row loop and per-row work cost
+//       them (bench/floors/floors.h ContractSoftmaxFloor); against the
+//       kept-only rows, what the kernel's own row loop and per-row work cost
 // Each compares with masked_softmax/<workload>/<target> in the same run.
 #include <benchmark/benchmark.h>
 
@@ -59,11 +59,11 @@
 #include <utility>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/floors.h"
-#include "bench/splitter.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/floors/floors.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/splitter.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "rlx/score_kernels.h"
 #include "rlx/softmax_merge.h"
 #include "rlx/softmax_split.h"
@@ -202,8 +202,8 @@ void BM_InPlaceFloor(benchmark::State& state, const Workload* w,
 
 // The floor's recipe in place in a copy of w's rows over every kept
 // interval (a Decode row's token key too), under masked_softmax's contract
-// (bench/floors.h ContractSoftmaxFloor): no masked key read or written, and
-// the kernel's f64-widened sum; 16-bit rows converted into a work buffer
+// (bench/floors/floors.h ContractSoftmaxFloor): no masked key read or written,
+// and the kernel's f64-widened sum; 16-bit rows converted into a work buffer
 // and back, as the kernel converts them. Against it, the kept-only
 // kernel's distance is its own row loop and per-row work, not what its
 // contract asks.
@@ -276,7 +276,7 @@ const std::vector<float>& Sinks() {
   return sinks;
 }
 
-// P4's slopes: head h adds -2^-(h+1) * distance (bench/workloads.cc).
+// P4's slopes: head h adds -2^-(h+1) * distance (bench/harness/workloads.cc).
 const std::vector<float>& P4Slopes() {
   static const std::vector<float> slopes = [] {
     std::vector<float> s(64);

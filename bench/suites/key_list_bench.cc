@@ -12,8 +12,8 @@
 //   masked_softmax/TopK2048densekeep/...       the shared list's keys as a
 //       dense u8 keep mask over all 131,073 keys (broadcast over heads)
 //   kept_softmax_floor_contract/TopK2048contiguous/...  the contract floor
-//       (bench/floors.h ContractSoftmaxFloor) over 2,048 contiguous keys of
-//       each row: the same softmax work with no gather
+//       (bench/floors/floors.h ContractSoftmaxFloor) over 2,048 contiguous keys
+//       of each row: the same softmax work with no gather
 //   gather_floor/TopK2048shared/...            the gather alone: each row's
 //       2,048 listed scores loaded (what the scattered lines cost);
 //       gather_scatter_floor/... also stores each back (kept-only's
@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/floors.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/floors/floors.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "rlx/score_kernels.h"
 
 namespace rlx::bench {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Builds the inputs of the standard workloads (bench/workloads.h).
-#include "bench/workloads.h"
+// Builds the inputs of the standard workloads (bench/harness/workloads.h).
+#include "bench/harness/workloads.h"
 
 #include <algorithm>
 #include <cmath>
@@ -209,8 +209,8 @@ std::unique_ptr<Storage> Build(const Workload& w) {
   return s;
 }
 
-// A problem's mask and options from its rules (bench/problem.h), and its
-// kept elements counted from the library's own apply_mask on zeros: a key
+// A problem's mask and options from its rules (bench/harness/problem.h), and
+// its kept elements counted from the library's own apply_mask on zeros: a key
 // is kept iff its score stays finite. The rlx mask holds that per row.
 std::unique_ptr<Storage> BuildProblem(const Workload& w) {
   auto s = std::make_unique<Storage>();

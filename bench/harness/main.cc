@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // rlx_attn_bench's main: takes the problems of the user's own off the
-// command line (bench/problem.h), registers every suite (bench/suites.h) in
-// report order, on the standard workloads or on those problems, and records
-// what the figures were measured with (CPU model, the core's clock as
-// measured (bench/clock.h), whether the run was emulated, compiler,
-// Highway, targets, the library's version and revision) in the benchmark
-// context, so that the JSON carries it.
+// command line (bench/harness/problem.h), registers every suite
+// (bench/harness/suites.h) in report order, on the standard workloads or on
+// those problems, and records what the figures were measured with (CPU model,
+// the core's clock as measured (bench/harness/clock.h), whether the run was
+// emulated, compiler, Highway, targets, the library's version and revision) in
+// the benchmark context, so that the JSON carries it.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -17,11 +17,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/clock.h"
-#include "bench/problem.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/clock.h"
+#include "bench/harness/problem.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "hwy/highway.h"
 #include "rlx/targets.h"
 

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/suites.h"
+#include "bench/harness/suites.h"
 
 namespace rlx::bench {
 namespace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // The standard workloads of the benchmark suites, defined here and nowhere
-// else, the problems of the user's own (bench/problem.h) as workloads, and
-// the data each one runs on.
+// else, the problems of the user's own (bench/harness/problem.h) as workloads,
+// and the data each one runs on.
 //
 // Decode (q_len 1, one row per head, mask Decode(past, upper, window)):
 //   D1   32 rows x 513 keys, upper 512, past 300
@@ -22,8 +22,8 @@
 // RLX_BENCH_SMOKE=1 (the CI smoke pass) divides every key and query extent
 // by 16 so that each benchmark's setup and single iteration take
 // milliseconds; names stay the same.
-#ifndef RLX_BENCH_WORKLOADS_H_
-#define RLX_BENCH_WORKLOADS_H_
+#ifndef RLX_BENCH_HARNESS_WORKLOADS_H_
+#define RLX_BENCH_HARNESS_WORKLOADS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -31,8 +31,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/problem.h"
-#include "bench/rlx_loop.h"
+#include "bench/harness/problem.h"
+#include "bench/peers/rlx_loop.h"
 #include "rlx/score_kernels.h"
 #include "rlx/scores.h"
 
@@ -207,4 +207,4 @@ f16 ToF16(float f);
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_WORKLOADS_H_
+#endif  // RLX_BENCH_HARNESS_WORKLOADS_H_

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// bench/clock.h: the add chain and its calibration.
-#include "bench/clock.h"
+// bench/harness/clock.h: the add chain and its calibration.
+#include "bench/harness/clock.h"
 
 #include <algorithm>
 #include <cctype>

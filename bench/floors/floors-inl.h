@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Per-target floor kernels (bench/floors.h). Re-included once per target by
-// foreach_target.h from floors.cc; everything here lives in
+// Per-target floor kernels (bench/floors/floors.h). Re-included once per target
+// by foreach_target.h from floors.cc; everything here lives in
 // rlx::bench::HWY_NAMESPACE.
 
 // Per-target include guard: toggles with HWY_TARGET_TOGGLE.
-#if defined(RLX_BENCH_FLOORS_INL_H_) == defined(HWY_TARGET_TOGGLE)
-#ifdef RLX_BENCH_FLOORS_INL_H_
-#undef RLX_BENCH_FLOORS_INL_H_
+#if defined(RLX_BENCH_FLOORS_FLOORS_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef RLX_BENCH_FLOORS_FLOORS_INL_H_
+#undef RLX_BENCH_FLOORS_FLOORS_INL_H_
 #else
-#define RLX_BENCH_FLOORS_INL_H_
+#define RLX_BENCH_FLOORS_FLOORS_INL_H_
 #endif
 
 #include <cmath>

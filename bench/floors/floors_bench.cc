@@ -24,11 +24,11 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/floors.h"
-#include "bench/rlx_loop.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/floors/floors.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
+#include "bench/peers/rlx_loop.h"
 #include "rlx/score_kernels.h"
 
 namespace rlx::bench {

@@ -16,7 +16,7 @@
 //       averages the workload's)
 //   reference/<workload>                rlx::reference::masked_softmax: the
 //       double-precision oracle, written for clarity, not speed
-// On a problem of the user's own (bench/problem.h) apply_mask and
+// On a problem of the user's own (bench/harness/problem.h) apply_mask and
 // masked_softmax run, the latter with the problem's softmax options.
 // Every run starts from the workload's pristine scores; iterations then run
 // in place on the previous iteration's output (softmax of a softmax and a
@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/splitter.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/splitter.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "rlx/score_kernels.h"
 #include "tests/reference/reference.h"
 
@@ -58,7 +58,7 @@ void ApplyMaskKernel(const ScoreView& view, const WorkloadData& data) {
 }
 
 // The workload's options: the defaults, or those of a problem of the
-// user's own (bench/problem.h).
+// user's own (bench/harness/problem.h).
 void MaskedSoftmaxKernel(const ScoreView& view, const WorkloadData& data) {
   masked_softmax(view, data.mask, data.options);
 }

@@ -3,8 +3,8 @@
 // a list at static initialisation; main.cc then registers every benchmark in
 // one fixed order (per workload: baselines, peers, then per target kernels
 // and floors), so that the report and the JSON read top to bottom.
-#ifndef RLX_BENCH_SUITES_H_
-#define RLX_BENCH_SUITES_H_
+#ifndef RLX_BENCH_HARNESS_SUITES_H_
+#define RLX_BENCH_HARNESS_SUITES_H_
 
 #include <benchmark/benchmark.h>
 
@@ -14,14 +14,14 @@
 #include <string>
 #include <vector>
 
-#include "bench/workloads.h"
+#include "bench/harness/workloads.h"
 
 namespace rlx::bench {
 
 // Called at the start of every run of a benchmark's function (each
 // iteration-count probe of its first repetition, then one call per
 // repetition): writes a line to the progress file when the call starts a
-// repetition (bench/progress.cc).
+// repetition (bench/harness/progress.cc).
 void NoteRun(std::size_t id, benchmark::IterationCount iterations);
 std::size_t NewProgressId(const std::string& name);
 
@@ -47,7 +47,7 @@ struct Suite {
   // standard workload's), or nothing.
   void (*once)() = nullptr;
   // Whether per_target also registers on the user's own problems
-  // (bench/problem.h): the kernels and the floors do.
+  // (bench/harness/problem.h): the kernels and the floors do.
   bool custom = false;
 };
 
@@ -125,4 +125,4 @@ inline void SetScoreCounters(benchmark::State& state, const Workload& w,
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_SUITES_H_
+#endif  // RLX_BENCH_HARNESS_SUITES_H_

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """rlx_attn_mask from Python against PyTorch and NumPy, one thread.
 
-Times the D (decode) and P (prefill) workloads of bench/workloads.h, the
+Times the D (decode) and P (prefill) workloads of bench/harness/workloads.h, the
 same shapes and masks, for
   rlx        rlx_attn_mask.masked_softmax on a torch tensor, in place
              (as rlx_attn_bench's masked_softmax/<workload>/<target>: the
@@ -15,7 +15,7 @@ and prints microseconds per call and the ratios torch / rlx and numpy / rlx
 side by side, then the binding's fixed cost per call (a 1 x 1 tensor).
 torch.set_num_threads(1); the library is single-threaded per call.
 
-  PYTHONPATH=<build>/python python3 bench/python_bench.py [--quick] [NAME...]
+  PYTHONPATH=<build>/python python3 bench/peers/python_bench.py [--quick] [NAME...]
 
 --quick divides every extent by 16 (RLX_BENCH_SMOKE's smoke shapes); NAMEs
 pick workloads (D1 D2 D2w D3 D2full D2bf16 D2f16 P1none P1 P2 P2w P3 P3u8
@@ -40,7 +40,7 @@ import rlx_attn_mask as rlx
 
 
 def workloads(s):
-    """name -> (shape, dtype, mask builder info), bench/workloads.cc's."""
+    """name -> (shape, dtype, mask builder info), bench/harness/workloads.cc's."""
     w = {}
     for name, upper, past, window in (("D1", 512, 300, 0),
                                       ("D2", 4096, 2100, 0),
@@ -83,7 +83,7 @@ def build(shape, mask_info):
         keep = (k[None, :] <= q_abs) & (k[None, :] >= q_abs - window)
         return rlx.MaskSpec.sliding_window(window), keep, None
     if kind == "keep":
-        # bench/workloads.cc: padding of decreasing length per batch, ~10%
+        # bench/harness/workloads.cc: padding of decreasing length per batch, ~10%
         # of the keys before it dropped, key 0 always kept.
         rng = np.random.default_rng(12345)
         keep = np.zeros((B, 1, 1, K), bool)

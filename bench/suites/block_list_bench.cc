@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 #include "hwy/aligned_allocator.h"
 #include "rlx/score_kernels.h"
 

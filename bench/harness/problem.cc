@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Parses the problems of bench/problem.h. Only syntax and the checks that
 // need no data live here; the library's own checks run when a problem's
-// data is built (bench/workloads.cc), with its message.
-#include "bench/problem.h"
+// data is built (bench/harness/workloads.cc), with its message.
+#include "bench/harness/problem.h"
 
 #include <cerrno>
 #include <cmath>

@@ -2,8 +2,8 @@
 // The baseline: a scalar port of the RLX CPU executor's masked softmax loop,
 // compiled with the project's normal flags (no target attributes, no
 // -march), as the executor itself would be.
-#ifndef RLX_BENCH_RLX_LOOP_H_
-#define RLX_BENCH_RLX_LOOP_H_
+#ifndef RLX_BENCH_PEERS_RLX_LOOP_H_
+#define RLX_BENCH_PEERS_RLX_LOOP_H_
 
 #include <cmath>
 #include <cstddef>
@@ -49,4 +49,4 @@ void RlxLoop(f16* scores, std::size_t num_rows, std::size_t k_len,
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_RLX_LOOP_H_
+#endif  // RLX_BENCH_PEERS_RLX_LOOP_H_

@@ -5,8 +5,8 @@
 // masked kernel (kept bytes read and written, masked bytes written). Per
 // target, dispatched like the library (src/dispatch/dispatch.h), so they follow
 // rlx::force_target.
-#ifndef RLX_BENCH_FLOORS_H_
-#define RLX_BENCH_FLOORS_H_
+#ifndef RLX_BENCH_FLOORS_FLOORS_H_
+#define RLX_BENCH_FLOORS_FLOORS_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -40,7 +40,7 @@ void ExpFloor(const float* in, float* out, std::size_t n);
 // at data + begin[r], each followed by at least 64 bytes that the kernel may
 // read and overwrite (no tail code): the three-pass kernel of the fastest
 // public softmax, with masked_softmax's exp (kept_softmax_floor:
-// bench/floors_bench.cc).
+// bench/floors/floors_bench.cc).
 void KeptSoftmaxFloor(float* data, const std::size_t* begin,
                       const std::size_t* len, std::size_t count);
 
@@ -56,7 +56,7 @@ void KeptSoftmaxFloorUnaligned(float* data, const std::size_t* begin,
 // data + begin[r] elements over its kept intervals kept[r] (relative to the
 // row), under masked_softmax's contract: nothing outside the kept keys read
 // or written, and the kernel's f64-widened sum
-// (kept_softmax_floor_contract: bench/softmax_ext_bench.cc). 16-bit rows
+// (kept_softmax_floor_contract: bench/suites/softmax_ext_bench.cc). 16-bit rows
 // are converted into `scratch` (k_len floats, 64-byte aligned; null for f32
 // rows) and back, with masked_softmax's conversions.
 void ContractSoftmaxFloor(void* data, ScoreType type, const std::size_t* begin,
@@ -73,4 +73,4 @@ void KeptSoftmaxFloor16(std::uint16_t* data, ScoreType type,
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_FLOORS_H_
+#endif  // RLX_BENCH_FLOORS_FLOORS_H_

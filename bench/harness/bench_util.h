@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // Shared by the benchmark suites: which targets to register and a scope that
 // forces one for a benchmark's duration.
-#ifndef RLX_BENCH_BENCH_UTIL_H_
-#define RLX_BENCH_BENCH_UTIL_H_
+#ifndef RLX_BENCH_HARNESS_BENCH_UTIL_H_
+#define RLX_BENCH_HARNESS_BENCH_UTIL_H_
 
 #include <cstdlib>
 #include <initializer_list>
@@ -51,4 +51,4 @@ class TargetScope {
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_BENCH_UTIL_H_
+#endif  // RLX_BENCH_HARNESS_BENCH_UTIL_H_

@@ -28,8 +28,8 @@
 //                          lse (row log-sum-exp output) zero_masked=false
 //   --name=NAME            the workload's name in the benchmark names
 //                          (default X1, X2, ... in order)
-#ifndef RLX_BENCH_PROBLEM_H_
-#define RLX_BENCH_PROBLEM_H_
+#ifndef RLX_BENCH_HARNESS_PROBLEM_H_
+#define RLX_BENCH_HARNESS_PROBLEM_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -86,4 +86,4 @@ std::vector<Problem> TakeProblemFlags(int* argc, char** argv, bool* standard);
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_PROBLEM_H_
+#endif  // RLX_BENCH_HARNESS_PROBLEM_H_

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 // A minimal thread pool for the threaded benchmarks: work(part) for every
 // part, once per Run(), on threads that stay alive between runs.
-#ifndef RLX_BENCH_SPLITTER_H_
-#define RLX_BENCH_SPLITTER_H_
+#ifndef RLX_BENCH_HARNESS_SPLITTER_H_
+#define RLX_BENCH_HARNESS_SPLITTER_H_
 
 #include <atomic>
 #include <cstddef>
@@ -113,4 +113,4 @@ class Splitter {
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_SPLITTER_H_
+#endif  // RLX_BENCH_HARNESS_SPLITTER_H_

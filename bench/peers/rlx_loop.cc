@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-#include "bench/rlx_loop.h"
+#include "bench/peers/rlx_loop.h"
 
 #include <cmath>
 #include <limits>
 #include <vector>
 
-#include "bench/workloads.h"
+#include "bench/harness/workloads.h"
 
 namespace rlx::bench {
 namespace {

@@ -24,9 +24,9 @@
 #include <cstdio>
 #include <string>
 
-#include "bench/bench_util.h"
-#include "bench/suites.h"
-#include "bench/workloads.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
+#include "bench/harness/workloads.h"
 
 namespace rlx::bench {
 namespace {

@@ -4,8 +4,8 @@
 // each on every x86 and Arm core of the last decade) timed with the steady
 // clock. docs/BENCHMARKING.md, "Cycles per element", states the method and
 // its error.
-#ifndef RLX_BENCH_CLOCK_H_
-#define RLX_BENCH_CLOCK_H_
+#ifndef RLX_BENCH_HARNESS_CLOCK_H_
+#define RLX_BENCH_HARNESS_CLOCK_H_
 
 #include <string>
 
@@ -36,4 +36,4 @@ double ModelNameGhz(const std::string& model_name);
 
 }  // namespace rlx::bench
 
-#endif  // RLX_BENCH_CLOCK_H_
+#endif  // RLX_BENCH_HARNESS_CLOCK_H_

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "bench/bench_util.h"
-#include "bench/suites.h"
+#include "bench/harness/bench_util.h"
+#include "bench/harness/suites.h"
 #include "rlx/attn_mask.h"
 #include "tests/reference/reference.h"
 

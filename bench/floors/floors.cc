@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Dispatching entry points of the floors (bench/floors.h): one dispatch per
-// call, to the target rlx::force_target chose.
-#include "bench/floors.h"
+// Dispatching entry points of the floors (bench/floors/floors.h): one dispatch
+// per call, to the target rlx::force_target chose.
+#include "bench/floors/floors.h"
 
 #include <cstdint>
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "bench/floors.cc"
+#define HWY_TARGET_INCLUDE "bench/floors/floors.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 // After highway.h, once per target (not sorted with the includes above).
-#include "bench/floors-inl.h"
+#include "bench/floors/floors-inl.h"
 
 #if HWY_ONCE
 #include "src/dispatch/dispatch.h"
