@@ -16,7 +16,7 @@
 #   aarch64-neon    aarch64 cross build under qemu -cpu cortex-a57 (NEON)
 #   aarch64-sve256  the same tree under qemu -cpu max,sve256=on (SVE_256)
 #   aarch64-sve2    the same tree under qemu -cpu max (512-bit SVE2)
-#   fuzz            libFuzzer, clang ASan+UBSan, RLX_FUZZ_SECONDS (cache, 60)
+#   fuzz            libFuzzer, clang ASan+UBSan: 30 s on both cores (-fork=2)
 #   python          the Python module: pytest (NumPy, PyTorch) under ctest
 #   rust            the Rust crate: cargo test --offline (the seed's tests)
 # Prints each leg's time and result, ctest's output of every failed test, and
