@@ -17,7 +17,8 @@
 #   aarch64-sve256  the same tree under qemu -cpu max,sve256=on (SVE_256)
 #   aarch64-sve2    the same tree under qemu -cpu max (512-bit SVE2)
 #   fuzz            libFuzzer, clang ASan+UBSan: 30 s on both cores (-fork=2)
-#   python          the Python module: pytest (NumPy, PyTorch) under ctest
+#   python          pip install into a venv, the pytest suite (NumPy, PyTorch)
+#                   against the installed package, pip wheel
 #   rust            the Rust crate: cargo test --offline (the seed's tests)
 # Prints each leg's time and result, ctest's output of every failed test, and
 # a last line `N passed, N failed` counting ctest's tests over all legs (a leg

@@ -74,10 +74,10 @@ inline std::string TargetParamName(
   return info.param;
 }
 
-// Scales randomized iteration counts: the emulated (qemu) and sanitizer
-// legs of the test command set RLX_TEST_SCALE below 1 to fit their time
-// budget (the release leg runs every iteration on the same targets).
-// Exhaustive sweeps are never scaled.
+// Scales randomized iteration counts and the strides of the large sweeps:
+// the emulated (qemu), sanitizer and shared-library legs of the test
+// command set RLX_TEST_SCALE below 1 to fit their time budget (the release
+// leg runs every iteration on the same targets).
 inline double TestScale() {
   const char* s = std::getenv("RLX_TEST_SCALE");
   return s ? std::atof(s) : 1.0;

@@ -18,6 +18,7 @@
 
 #include "rlx/bucket_ladder.h"
 #include "tests/common/error_of.h"
+#include "tests/common/per_target.h"
 
 namespace rlx {
 namespace {
@@ -182,8 +183,10 @@ double PlainProgram(const std::map<std::uint64_t, std::uint64_t>& histogram,
 
 TEST(LadderFitTest, EqualsPlainProgramOnLargerInputs) {
   std::mt19937_64 rng(777);
+  // Scalar code: the scaled legs run fewer trials of what release runs all of.
+  const int trials = testing::ScaledIterations(4);
   for (const CostModel& model : CostModels()) {
-    for (int trial = 0; trial < 4; ++trial) {
+    for (int trial = 0; trial < trials; ++trial) {
       // Log-normal-ish lengths: many short, a long tail.
       std::lognormal_distribution<double> dist(4.0 + trial, 1.0);
       std::map<std::uint64_t, std::uint64_t> histogram;
